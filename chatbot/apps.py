@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ChatbotConfig(AppConfig):
+    name = "chatbot"
+    verbose_name = "Conversations"

@@ -1,0 +1,35 @@
+"""ASGI entry point: HTTP through Django, WebSockets through Channels."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatbot.settings")
+# Django must be set up before consumers (and their models) are imported.
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
+
+from . import wsroutes  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(wsroutes.websocket_urlpatterns))
+        ),
+    }
+)
+
+if settings.TIERDESK_WARMUP_ON_START and not settings.TESTING:
+    from chatbot.services import conversation_sweep_interrupted
+    from inference.warmup import warmup_start_background
+
+    # Replies that were streaming when a previous process died are cut off for good.
+    conversation_sweep_interrupted()
+    warmup_start_background()

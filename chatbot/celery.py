@@ -1,0 +1,13 @@
+"""The Celery app. Configuration comes from Django settings (``CELERY_*``)."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatbot.settings")
+
+app = Celery("tierdesk")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

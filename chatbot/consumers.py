@@ -1,0 +1,163 @@
+"""The chat WebSocket consumer: parse, store, relay. All logic lives in services.
+
+Each turn runs as its own task so the consumer keeps reading frames (pings, more
+messages, the disconnect) while a reply streams; turns of one connection run one at
+a time, in order. A disconnect cancels the running turn, which stores the partial
+reply as incomplete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.utils import timezone
+
+from . import selectors, services
+from .orders.identity import ShopperTokenError, shopper_token_verify
+from .protocol import IdentifyFrame, MessageFrame, PingFrame, ProtocolError, frame_parse
+from .turn import Chunk, Done, Failed, Replace, turn_stream
+
+logger = logging.getLogger(__name__)
+
+# Pending messages per connection beyond which new ones are refused (a flood).
+MAX_QUEUED_TURNS = 20
+
+
+class ChatConsumer(AsyncWebsocketConsumer):
+    conversation_id: int
+    queue: asyncio.Queue[tuple[int, float]]
+    worker: asyncio.Task[None] | None = None
+
+    async def connect(self) -> None:
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        session_key = (query.get("session") or [""])[0] or None
+        client = self.scope.get("client") or [None]
+        headers = dict(self.scope.get("headers") or [])
+        conversation, _created = await database_sync_to_async(services.conversation_open)(
+            session_key=session_key,
+            client_ip=client[0],
+            user_agent=headers.get(b"user-agent", b"").decode("latin-1"),
+        )
+        self.conversation_id = conversation.pk
+        self.queue = asyncio.Queue()
+        await self.accept()
+        history = await database_sync_to_async(selectors.conversation_history)(
+            conversation_id=conversation.pk, limit=settings.TIERDESK_HISTORY_ON_CONNECT
+        )
+        await self.send_json(
+            {
+                "type": "hello",
+                "session": conversation.session_key,
+                "conversation": str(conversation.public_id),
+                "history": history,
+                "identified": bool(conversation.customer_id),
+                "limits": {
+                    "max_message_chars": settings.TIERDESK_MAX_MESSAGE_CHARS,
+                    "max_frame_bytes": settings.TIERDESK_MAX_FRAME_BYTES,
+                },
+                "pacing_ms": settings.TIERDESK_STREAM_PACING_MS,
+                "server_time": timezone.now().isoformat(),
+            }
+        )
+        self.worker = asyncio.create_task(self._run_turns())
+
+    async def disconnect(self, code: int) -> None:
+        if self.worker is not None:
+            self.worker.cancel()
+            try:
+                await self.worker
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        received_at = time.perf_counter()
+        try:
+            frame = frame_parse(text_data, bytes_data)
+        except ProtocolError as exc:
+            await self.send_json(exc.frame())
+            return
+        if isinstance(frame, MessageFrame):
+            await self._on_message(frame, received_at)
+        elif isinstance(frame, IdentifyFrame):
+            await self._on_identify(frame)
+        elif isinstance(frame, PingFrame):
+            await self.send_json({"type": "pong", "ts": frame.ts})
+
+    async def _on_message(self, frame: MessageFrame, received_at: float) -> None:
+        message, created = await database_sync_to_async(services.message_store)(
+            conversation_id=self.conversation_id, client_id=frame.client_id, text=frame.text
+        )
+        await self.send_json(
+            {"type": "ack", "id": frame.client_id, "message_id": message.pk, "duplicate": not created}
+        )
+        if not created:
+            return
+        if self.queue.qsize() >= MAX_QUEUED_TURNS:
+            await self.send_json(
+                {
+                    "type": "error",
+                    "code": "rate_limited",
+                    "message": "Too many messages at once; this one is saved but won't be answered.",
+                    "reply_to": frame.client_id,
+                    "retry_after": 5,
+                }
+            )
+            return
+        self.queue.put_nowait((message.pk, received_at))
+
+    async def _on_identify(self, frame: IdentifyFrame) -> None:
+        try:
+            claims = shopper_token_verify(token=frame.token)
+        except ShopperTokenError as exc:
+            await self.send_json({"type": "error", "code": "bad_token", "message": str(exc)})
+            return
+        await database_sync_to_async(services.conversation_identify)(
+            conversation_id=self.conversation_id,
+            customer_id=claims.customer_id,
+            vip=claims.vip,
+            method="token",
+        )
+        await self.send_json({"type": "identified", "ok": True})
+
+    async def _run_turns(self) -> None:
+        while True:
+            message_id, received_at = await self.queue.get()
+            try:
+                async for event in turn_stream(
+                    conversation_id=self.conversation_id,
+                    message_id=message_id,
+                    received_at=received_at,
+                ):
+                    if isinstance(event, Chunk):
+                        await self.send_json({"type": "chunk", "text": event.text})
+                    elif isinstance(event, Replace):
+                        await self.send_json({"type": "replace", "text": event.text})
+                    elif isinstance(event, Done):
+                        await self.send_json(event.frame)
+                    elif isinstance(event, Failed):
+                        await self.send_json(
+                            {"type": "error", "code": event.code, "message": event.message,
+                             "message_id": message_id}
+                        )
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # turn_stream stores its own failures; this is the last line of defence
+                # so one bad turn never kills the connection.
+                logger.exception("turn crashed for message %s", message_id)
+                await self.send_json(
+                    {"type": "error", "code": "internal_error",
+                     "message": "Something went wrong on our side; your message is saved.",
+                     "message_id": message_id}
+                )
+
+    async def send_json(self, content: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps(content, ensure_ascii=False))

@@ -1,0 +1,439 @@
+"""One turn's decision: what to say and who phrases it (synchronous, no model calls).
+
+The dialogue decides from the conversation state, the router and the shop's order
+data. It returns a ``ReplyPlan``: either a final deterministic text, or a generation
+request for a model plus the template text to fall back on. Actions that change data
+(cancel, change address) run here as deterministic code, and only after the shopper
+answered an explicit confirmation; the model never decides or performs them.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+
+from chatbot.orders.backends import get_order_service
+from chatbot.orders.identity import customer_from_text
+from chatbot.orders.types import (
+    Address,
+    Customer,
+    OrderFacts,
+    OrderNotAllowed,
+    OrderNotFound,
+    OrderService,
+    OrderServiceError,
+)
+from chatbot.replies import placeholders, template_get, template_render
+from inference.base import GenerationRequest
+from inference.prompts import EXAMPLE_FACTS, SYSTEM_PROMPT, chat_messages, l1_prompt
+from inference.sanitize import prompt_sanitize
+from routing import types as rt
+from routing.router import route_message
+
+PENDING_ACTION_TTL_S = 600  # a "yes" more than 10 minutes later confirms nothing
+# Facts that must appear in a model-phrased reply when its template uses them.
+REQUIRED_KEYS = {"order_id", "status_text", "carrier", "tracking", "eta", "refund", "total"}
+# Intents whose templated answer the fast model may phrase (read-only facts).
+PHRASED_INTENTS = {rt.ORDER_STATUS, rt.DELIVERY_TIME, rt.REFUND_STATUS, rt.SHIPPING_COST}
+
+STATUS_TEXT = {
+    "en": {"pending": "pending", "processed": "shipped", "delivered": "delivered", "cancelled": "cancelled"},
+    "zh": {"pending": "待处理", "processed": "已发货", "delivered": "已送达", "cancelled": "已取消"},
+}
+PAYMENT_TEXT = {
+    "en": {"credit_card": "credit card", "gift_card": "gift card", "paypal": "PayPal account"},
+    "zh": {"credit_card": "信用卡", "gift_card": "礼品卡", "paypal": "PayPal账户"},
+}
+_YES = {"yes", "y", "yeah", "yep", "yup", "sure", "ok", "okay", "confirm", "confirmed", "do it",
+        "yes please", "please do", "go ahead", "是", "是的", "确认", "好", "好的", "可以", "对", "嗯", "确定"}
+_NO = {"no", "n", "nope", "nah", "don't", "dont", "do not", "keep it", "never mind", "stop",
+       "否", "不", "不要", "不用", "算了", "取消操作", "别"}
+_ADDRESS = re.compile(
+    r"^(?P<a1>[^,]+?),\s*(?:(?P<a2>[^,]+?),\s*)?(?P<city>[^,]+?),\s*(?P<state>[A-Za-z]{2})\s+(?P<zip>\d{5})\s*\.?$"
+)
+
+
+@dataclass
+class ReplyPlan:
+    tier: str
+    intent: str
+    # Final text (deterministic replies) or the template text the guard falls back on.
+    text: str
+    language: str
+    generation: GenerationRequest | None = None
+    role: str = "fast"
+    guard_facts: dict[str, str] | None = None
+    guard_required: list[str] = field(default_factory=list)
+    # Uses a shopper's personal data: never cached (SPEC, response cache).
+    personal: bool = False
+    actions: list[str] = field(default_factory=list)
+    confidence: float | None = None
+    route_reason: dict[str, Any] = field(default_factory=dict)
+    route_ms: float = 0.0
+    error_code: str = ""
+
+
+@dataclass
+class TurnContext:
+    text: str
+    language: str
+    state: dict[str, Any]
+    customer_id: str
+    history: list[tuple[str, str]]
+    # Set when the shopper verified in this turn.
+    verified: Customer | None = None
+
+
+def language_of(text: str) -> str:
+    cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
+    return "zh" if cjk and cjk * 3 >= len(text.replace(" ", "")) * 1 else "en"
+
+
+def _norm_reply(text: str) -> str:
+    return re.sub(r"[\s!.。！,，~]+$", "", text.strip().lower())
+
+
+def is_yes(text: str) -> bool:
+    t = _norm_reply(text)
+    return t in _YES or t.startswith(("yes ", "yes,", "confirm ", "是的"))
+
+
+def is_no(text: str) -> bool:
+    t = _norm_reply(text)
+    return t in _NO or t.startswith(("no ", "no,", "don't ", "不要"))
+
+
+def fmt_date(value: date | None, language: str) -> str:
+    if value is None:
+        return ""
+    if language == "zh":
+        return f"{value.year}年{value.month}月{value.day}日"
+    return value.strftime("%b ") + str(value.day) + value.strftime(", %Y")
+
+
+def fmt_money(value: Decimal) -> str:
+    return f"{value:.2f}"
+
+
+def order_facts(order: OrderFacts, language: str) -> dict[str, str]:
+    lang = language if language in STATUS_TEXT else "en"
+    gift = order.payment_method == "gift_card"
+    timing = {
+        "en": "immediately" if gift else "within 5 to 7 business days",
+        "zh": "立即到账" if gift else "5到7个工作日内",
+    }[lang]
+    return {
+        "order_id": order.order_id,
+        "status": order.status,
+        "status_text": STATUS_TEXT[lang].get(order.status, order.status),
+        "item_count": str(len(order.items)),
+        "items": ", ".join(item.name for item in order.items),
+        "total": fmt_money(order.total),
+        "carrier": order.carrier,
+        "tracking": order.tracking_ids[0] if order.tracking_ids else "",
+        "eta": fmt_date(order.estimated_delivery, lang),
+        "refund": fmt_money(sum(order.refunds, Decimal(0))),
+        "payment_method": PAYMENT_TEXT[lang].get(order.payment_method, order.payment_method),
+        "refund_timing": timing,
+        "address": order.address.one_line(),
+    }
+
+
+class Dialogue:
+    """Plans one reply. Holds the turn's context; ``state`` is mutated in place."""
+
+    def __init__(self, ctx: TurnContext, service: OrderService | None = None) -> None:
+        self.ctx = ctx
+        self.service = service or get_order_service()
+        self.lang = ctx.language
+
+    # -- helpers --------------------------------------------------------------------------
+    def _t(self, intent: str, key: str) -> str:
+        return template_get(intent=intent, key=key, language=self.lang)
+
+    def _say(self, intent: str, key: str, facts: dict[str, str] | None = None, *, tier: str = rt.L1,
+             actions: list[str] | None = None, personal: bool = False) -> ReplyPlan:
+        text = template_render(self._t(intent, key), facts or {})
+        return ReplyPlan(tier=tier, intent=intent, text=text, language=self.lang,
+                         actions=actions or [], personal=personal)
+
+    def _phrase(self, intent: str, key: str, facts: dict[str, str]) -> ReplyPlan:
+        """A templated answer that the fast model phrases, guarded by the facts."""
+        template = self._t(intent, key)
+        text = template_render(template, facts)
+        keys = [k for k in placeholders(template) if facts.get(k)]
+        example_facts = EXAMPLE_FACTS.get(self.lang, EXAMPLE_FACTS["en"]) | {
+            "status_text": facts.get("status_text", ""),
+        }
+        prompt = l1_prompt(
+            template=template,
+            keys=keys,
+            facts=facts,
+            example_facts=example_facts,
+            example_reply=template_render(template, example_facts),
+            language=self.lang,
+        )
+        generation = GenerationRequest(
+            prompt=prompt,
+            max_tokens=settings.TIERDESK_FAST_MAX_TOKENS,
+            temperature=settings.TIERDESK_FAST_TEMPERATURE,
+            stop=("\n",),
+        )
+        required = [facts[k] for k in keys if k in REQUIRED_KEYS and facts.get(k)]
+        return ReplyPlan(
+            tier=rt.L1, intent=intent, text=text, language=self.lang, generation=generation,
+            role="fast",
+            # With the guard off (a shop's choice, e.g. for a stronger fast model) the
+            # model's text goes out unchecked.
+            guard_facts={k: facts[k] for k in keys} if settings.TIERDESK_FACT_GUARD else None,
+            guard_required=required,
+            personal=intent != rt.SHIPPING_COST,
+        )
+
+    # -- entry point ----------------------------------------------------------------------
+    def plan(self) -> ReplyPlan:
+        state = self.ctx.state
+        try:
+            handled = self._continue_pending(state)
+            if handled is not None:
+                return handled
+            started = time.perf_counter()
+            decision = route_message(text=self.ctx.text, language=self.lang)
+            route_ms = (time.perf_counter() - started) * 1000
+            plan = self._answer(decision)
+            plan.confidence = decision.confidence
+            plan.route_reason = decision.reason
+            plan.route_ms = route_ms
+            return plan
+        except OrderServiceError as exc:
+            plan = self._say("dialogue", "order_system_down")
+            plan.error_code = exc.code
+            return plan
+
+    def _continue_pending(self, state: dict[str, Any]) -> ReplyPlan | None:
+        """Answers that depend on what the bot asked last turn."""
+        action = state.get("pending_action")
+        if action:
+            if time.time() - float(action.get("at", 0)) > PENDING_ACTION_TTL_S:
+                state.pop("pending_action", None)
+            elif is_yes(self.ctx.text):
+                state.pop("pending_action", None)
+                return self._perform(action)
+            elif is_no(self.ctx.text):
+                state.pop("pending_action", None)
+                intent = rt.CANCEL_ORDER if action["type"] == "cancel" else rt.CHANGE_ADDRESS
+                return self._say(intent, "declined", {"order_id": action["order_id"]})
+            else:
+                # Anything but a clear yes/no drops the action: a later "yes" to some
+                # other question must never cancel an order.
+                state.pop("pending_action", None)
+        awaiting = state.get("awaiting")
+        if awaiting == "identity":
+            customer = customer_from_text(text=self.ctx.text, service=self.service)
+            if customer is not None:
+                self.ctx.customer_id = customer.customer_id
+                self.ctx.verified = customer
+                state.pop("awaiting", None)
+                intent = state.pop("pending_intent", None)
+                slots = state.pop("pending_slots", {}) or {}
+                greeting = template_render(self._t("dialogue", "identity_ok"),
+                                           {"first_name": customer.first_name})
+                if intent:
+                    plan = self._order_intent(intent, slots)
+                    plan.text = f"{greeting} {plan.text}" if plan.generation is None else plan.text
+                    return plan
+                return ReplyPlan(tier=rt.L1, intent="verify", text=greeting, language=self.lang)
+            if re.search(r"@|\b\d{5}\b", self.ctx.text):
+                return self._say("dialogue", "identity_failed", tier=rt.L1)
+            state.pop("awaiting", None)  # the shopper moved on; route normally
+        elif awaiting == "address":
+            order_id = state.get("address_order_id", "")
+            address = parse_address(self.ctx.text)
+            state.pop("awaiting", None)
+            if address is not None and order_id:
+                return self._confirm_address(order_id, address)
+            if re.search(r"\d", self.ctx.text) and "," in self.ctx.text:
+                state["awaiting"] = "address"
+                return self._say(rt.CHANGE_ADDRESS, "bad_address")
+        elif awaiting == "order":
+            intent = state.get("pending_intent")
+            order_id = _find_order_id(self.ctx.text)
+            state.pop("awaiting", None)
+            if intent and order_id:
+                state.pop("pending_intent", None)
+                return self._order_intent(intent, {"order_id": order_id})
+        return None
+
+    def _answer(self, decision: rt.RouteDecision) -> ReplyPlan:
+        intent = decision.intent
+        if decision.tier == rt.CLARIFY:
+            return self._say("dialogue", "clarify", tier=rt.CLARIFY, actions=["clarify"])
+        if decision.tier in (rt.L2, rt.L3):
+            return self._open_question(decision)
+        if intent == rt.GREETING:
+            key = _greeting_key(self.ctx.text)
+            return self._say(rt.GREETING, key)
+        if intent == rt.ACCOUNT_HELP:
+            return self._say(rt.ACCOUNT_HELP, "default")
+        if intent == rt.SHIPPING_COST:
+            return self._phrase(rt.SHIPPING_COST, "default", {"options": self._shipping_text()})
+        if intent in rt.ORDER_INTENTS:
+            return self._order_intent(intent, dict(decision.slots))
+        return self._say("dialogue", "clarify", tier=rt.CLARIFY, actions=["clarify"])
+
+    def _open_question(self, decision: rt.RouteDecision) -> ReplyPlan:
+        """L2/L3 questions. Until the knowledge and large tiers land, the local
+        fallback model answers, with a system prompt that forbids inventing policy."""
+        system = SYSTEM_PROMPT.get(self.lang, SYSTEM_PROMPT["en"])
+        messages = chat_messages(
+            system=system,
+            history=[(r, prompt_sanitize(t)) for r, t in self.ctx.history[-6:]],
+            question=prompt_sanitize(self.ctx.text),
+        )
+        role = "large" if decision.tier == rt.L3 else "fallback"
+        return ReplyPlan(
+            tier=decision.tier, intent=decision.intent, text=self._t("dialogue", "model_down"),
+            language=self.lang, role=role,
+            generation=GenerationRequest(messages=messages, max_tokens=settings.TIERDESK_FALLBACK_MAX_TOKENS,
+                                         temperature=0.3),
+        )
+
+    # -- order intents ----------------------------------------------------------------------
+    def _order_intent(self, intent: str, slots: dict[str, str]) -> ReplyPlan:
+        state = self.ctx.state
+        order_id = slots.get("order_id") or _find_order_id(self.ctx.text)
+        if not self.ctx.customer_id:
+            state.update(awaiting="identity", pending_intent=intent,
+                         pending_slots={"order_id": order_id} if order_id else {})
+            return self._say("dialogue", "ask_identity")
+        if not order_id:
+            orders = self.service.orders_for_customer(customer_id=self.ctx.customer_id)
+            if not orders:
+                return self._say("dialogue", "no_orders")
+            if len(orders) == 1:
+                order_id = orders[0].order_id
+            elif state.get("last_order_id") and intent != rt.CANCEL_ORDER:
+                order_id = state["last_order_id"]
+            else:
+                state.update(awaiting="order", pending_intent=intent)
+                listing = ", ".join(
+                    f"{o.order_id} ({STATUS_TEXT.get(self.lang, STATUS_TEXT['en']).get(o.status, o.status)})"
+                    for o in orders[:10]
+                )
+                return self._say("dialogue", "ask_order", {"orders": listing}, personal=True)
+        order = self.service.order_get(customer_id=self.ctx.customer_id, order_id=order_id)
+        if order is None:
+            # Same words whether the order doesn't exist or belongs to someone else.
+            return self._say("dialogue", "order_not_found", {"order_id": _display_id(order_id)})
+        state["last_order_id"] = order.order_id
+        facts = order_facts(order, self.lang)
+        if intent == rt.ORDER_STATUS:
+            return self._phrase(intent, order.status, facts)
+        if intent == rt.DELIVERY_TIME:
+            return self._phrase(intent, order.status, facts)
+        if intent == rt.REFUND_STATUS:
+            return self._phrase(intent, "refunded" if order.refunds else "none", facts)
+        if intent == rt.CANCEL_ORDER:
+            if order.status != "pending":
+                return self._say(intent, "not_allowed", facts, personal=True)
+            state["pending_action"] = {"type": "cancel", "order_id": order.order_id, "at": time.time()}
+            return self._say(intent, "confirm", facts, actions=["confirm"], personal=True)
+        if intent == rt.CHANGE_ADDRESS:
+            if order.status != "pending":
+                return self._say(intent, "not_allowed", facts, personal=True)
+            address = parse_address(self.ctx.text)
+            if address is not None:
+                return self._confirm_address(order.order_id, address)
+            state.update(awaiting="address", address_order_id=order.order_id)
+            return self._say(intent, "ask_address", facts, personal=True)
+        return self._say("dialogue", "clarify", tier=rt.CLARIFY)
+
+    def _confirm_address(self, order_id: str, address: Address) -> ReplyPlan:
+        order = self.service.order_get(customer_id=self.ctx.customer_id, order_id=order_id)
+        if order is None:
+            return self._say("dialogue", "order_not_found", {"order_id": order_id})
+        facts = order_facts(order, self.lang) | {
+            "address": address.one_line(),
+            "old_address": order.address.one_line(),
+        }
+        self.ctx.state["pending_action"] = {
+            "type": "change_address", "order_id": order.order_id, "at": time.time(),
+            "address": address.__dict__,
+        }
+        return self._say(rt.CHANGE_ADDRESS, "confirm", facts, actions=["confirm"], personal=True)
+
+    def _perform(self, action: dict[str, Any]) -> ReplyPlan:
+        """Deterministic code performs the confirmed action; the model is not involved."""
+        customer_id, order_id = self.ctx.customer_id, str(action["order_id"])
+        intent = rt.CANCEL_ORDER if action["type"] == "cancel" else rt.CHANGE_ADDRESS
+        try:
+            if action["type"] == "cancel":
+                order = self.service.order_cancel(
+                    customer_id=customer_id, order_id=order_id, reason="no longer needed"
+                )
+            else:
+                order = self.service.order_change_address(
+                    customer_id=customer_id, order_id=order_id, address=Address(**action["address"])
+                )
+        except OrderNotFound:
+            return self._say("dialogue", "order_not_found", {"order_id": order_id})
+        except OrderNotAllowed:
+            order_now = self.service.order_get(customer_id=customer_id, order_id=order_id)
+            facts = order_facts(order_now, self.lang) if order_now else {"order_id": order_id}
+            return self._say(intent, "not_allowed", facts, personal=True)
+        plan = self._say(intent, "done", order_facts(order, self.lang), personal=True)
+        plan.actions = ["performed:" + action["type"]]
+        return plan
+
+    def _shipping_text(self) -> str:
+        parts = []
+        for opt in self.service.shipping_options():
+            if self.lang == "zh":
+                text = f"{opt.name} ${fmt_money(opt.price)}（{opt.days_min}-{opt.days_max}个工作日"
+                text += f"，满${fmt_money(opt.free_over)}免运费）" if opt.free_over else "）"
+            else:
+                text = f"{opt.name} ${fmt_money(opt.price)} ({opt.days_min}-{opt.days_max} business days"
+                text += f", free over ${fmt_money(opt.free_over)})" if opt.free_over else ")"
+            parts.append(text)
+        return "; ".join(parts)
+
+
+_ORDER_ID = re.compile(r"#?\b[Ww](\d{7})\b")
+
+
+def _find_order_id(text: str) -> str:
+    match = _ORDER_ID.search(text) or re.search(r"(?<![A-Za-z0-9])#?[Ww](\d{7})(?!\d)", text)
+    return f"#W{match.group(1)}" if match else ""
+
+
+def _display_id(order_id: str) -> str:
+    found = _find_order_id(order_id)
+    return found or order_id[:20]
+
+
+def _greeting_key(text: str) -> str:
+    t = text.lower()
+    if any(w in t for w in ("thank", "thx", "谢谢", "感谢", "多谢")):
+        return "thanks"
+    if any(w in t for w in ("bye", "goodbye", "see you", "再见", "拜拜")):
+        return "bye"
+    return "hello"
+
+
+def parse_address(text: str) -> Address | None:
+    match = _ADDRESS.match(text.strip())
+    if not match:
+        return None
+    return Address(
+        address1=match["a1"].strip(),
+        address2=(match["a2"] or "").strip(),
+        city=match["city"].strip(),
+        state=match["state"].upper(),
+        zip=match["zip"],
+    )

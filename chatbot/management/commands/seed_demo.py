@@ -1,0 +1,24 @@
+"""Seed the demo shop: orders, intents and templates (and the knowledge base when it lands).
+
+Idempotent: run it as often as you like; it creates only what is missing and never
+overwrites what support admins edited.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Seed the demo shop (orders, intents, reply templates). Idempotent."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from chatbot.orders.seed import shop_seed
+        from routing.seed import intents_seed
+        from routing.seed_templates import templates_seed
+
+        for name, func in (("shop", shop_seed), ("intents", intents_seed), ("templates", templates_seed)):
+            counts = func()
+            self.stdout.write(f"seeded {name}: {counts}")

@@ -1,0 +1,93 @@
+"""Conversations and messages: the system of record for every turn."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+
+from django.db import models
+
+
+def new_session_key() -> str:
+    # The key is the only thing that lets a client resume a conversation: 256 bits.
+    return secrets.token_urlsafe(32)
+
+
+class Conversation(models.Model):
+    class Identity(models.TextChoices):
+        NONE = "none", "not verified"
+        TOKEN = "token", "shop-signed token"
+        EMAIL = "email", "email in chat"
+        NAME_ZIP = "name_zip", "name and zip in chat"
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    session_key = models.CharField(max_length=64, unique=True, default=new_session_key)
+    customer_id = models.CharField(max_length=64, blank=True, db_index=True)
+    identity = models.CharField(max_length=16, choices=Identity.choices, default=Identity.NONE)
+    vip = models.BooleanField(default=False)
+    language = models.CharField(max_length=8, default="en")
+    # Dialogue state between turns: a pending action awaiting "yes", a pending intent
+    # waiting for verification. Small JSON, rewritten each turn.
+    state = models.JSONField(default=dict, blank=True)
+    client_ip = models.GenericIPAddressField(null=True, blank=True)
+    user_agent = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return f"conversation {self.public_id}"
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "shopper"
+        BOT = "bot", "bot"
+
+    class Status(models.TextChoices):
+        RECEIVED = "received", "received"  # a shopper message, stored
+        STREAMING = "streaming", "streaming"  # a reply being written
+        COMPLETE = "complete", "complete"
+        INCOMPLETE = "incomplete", "cut off"  # disconnect or crash mid-reply
+        ERROR = "error", "error"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=8, choices=Role.choices)
+    # The client's id for a shopper message: a resend after reconnect is not stored twice.
+    client_id = models.CharField(max_length=64, blank=True)
+    reply_to = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replies"
+    )
+    text = models.TextField(blank=True)
+    status = models.CharField(max_length=12, choices=Status.choices)
+    language = models.CharField(max_length=8, blank=True)
+    tier = models.CharField(max_length=12, blank=True)
+    intent = models.CharField(max_length=64, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    route_reason = models.JSONField(default=dict, blank=True)
+    model = models.CharField(max_length=120, blank=True)
+    variant = models.CharField(max_length=64, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    first_chunk_ms = models.FloatField(null=True, blank=True)
+    total_ms = models.FloatField(null=True, blank=True)
+    # Fallback reason, fact-guard result, citations, error code, ...
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "client_id"],
+                condition=~models.Q(client_id=""),
+                name="message_unique_client_id",
+            )
+        ]
+        indexes = [models.Index(fields=["conversation", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.role} #{self.pk}: {self.text[:40]}"

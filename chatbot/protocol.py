@@ -1,0 +1,90 @@
+"""Parse and validate client frames (docs/protocol.md). Pure functions, no I/O."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+
+class ProtocolError(ValueError):
+    """A frame the server refuses; the connection stays open."""
+
+    def __init__(self, code: str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.extra = extra
+
+    def frame(self) -> dict[str, Any]:
+        return {"type": "error", "code": self.code, "message": str(self), **self.extra}
+
+
+@dataclass(frozen=True)
+class MessageFrame:
+    client_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class IdentifyFrame:
+    token: str
+
+
+@dataclass(frozen=True)
+class PingFrame:
+    ts: Any
+
+
+Frame = MessageFrame | IdentifyFrame | PingFrame
+
+
+def _field(data: dict[str, Any], name: str, kind: type, *, max_len: int | None = None) -> Any:
+    value = data.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
+        raise ProtocolError("bad_field", f"field '{name}' must be a {kind.__name__}")
+    if max_len is not None and isinstance(value, str) and len(value) > max_len:
+        raise ProtocolError("bad_field", f"field '{name}' is longer than {max_len} characters")
+    return value
+
+
+def frame_parse(text_data: str | None, bytes_data: bytes | None) -> Frame:
+    if bytes_data is not None and text_data is None:
+        raise ProtocolError("binary_frame", "binary frames are not accepted; send JSON text")
+    raw = text_data or ""
+    # Measure before parsing so a huge frame costs no JSON work.
+    if len(raw) > settings.TIERDESK_MAX_FRAME_BYTES or (
+        len(raw.encode("utf-8", "surrogatepass")) > settings.TIERDESK_MAX_FRAME_BYTES
+    ):
+        raise ProtocolError(
+            "frame_too_large", f"frame is larger than {settings.TIERDESK_MAX_FRAME_BYTES} bytes"
+        )
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ProtocolError("bad_json", "frame is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise ProtocolError("bad_json", "frame must be a JSON object")
+    kind = data.get("type")
+    if kind == "message":
+        client_id = _field(data, "id", str, max_len=64).strip()
+        if not client_id:
+            raise ProtocolError("bad_field", "field 'id' must not be empty")
+        text = _field(data, "text", str)
+        text = text.replace("\x00", "").strip()
+        if not text:
+            raise ProtocolError("empty_message", "message is empty", reply_to=client_id)
+        if len(text) > settings.TIERDESK_MAX_MESSAGE_CHARS:
+            raise ProtocolError(
+                "message_too_large",
+                f"message is longer than {settings.TIERDESK_MAX_MESSAGE_CHARS} characters",
+                reply_to=client_id,
+            )
+        return MessageFrame(client_id=client_id, text=text)
+    if kind == "identify":
+        return IdentifyFrame(token=_field(data, "token", str, max_len=4096))
+    if kind == "ping":
+        ts = data.get("ts")
+        return PingFrame(ts=ts if isinstance(ts, int | float | str) else None)
+    raise ProtocolError("unknown_type", f"unknown frame type {str(kind)[:40]!r}")

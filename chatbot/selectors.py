@@ -1,0 +1,45 @@
+"""Reads for the chat service (HackSoftware style: selectors read, services write)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .models import Conversation, Message
+
+
+def conversation_history(*, conversation_id: int, limit: int) -> list[dict[str, Any]]:
+    rows = list(
+        Message.objects.filter(conversation_id=conversation_id)
+        .order_by("-created_at", "-id")
+        .values("id", "role", "text", "status", "tier", "intent", "created_at")[:limit]
+    )
+    rows.reverse()
+    return [
+        {
+            "message_id": row["id"],
+            "role": row["role"],
+            "text": row["text"],
+            "status": row["status"],
+            "tier": row["tier"],
+            "intent": row["intent"],
+            "created": row["created_at"].isoformat(),
+        }
+        for row in rows
+    ]
+
+
+def conversation_recent_turns(*, conversation_id: int, before_id: int, turns: int) -> list[tuple[str, str]]:
+    """The last complete exchanges before a message, for a chat model's context."""
+    rows = list(
+        Message.objects.filter(conversation_id=conversation_id, id__lt=before_id)
+        .exclude(status__in=[Message.Status.STREAMING, Message.Status.ERROR])
+        .exclude(text="")
+        .order_by("-id")
+        .values_list("role", "text")[: turns * 2]
+    )
+    rows.reverse()
+    return [(role, text) for role, text in rows]
+
+
+def conversation_get(*, conversation_id: int) -> Conversation:
+    return Conversation.objects.get(pk=conversation_id)

@@ -1,0 +1,153 @@
+"""Writes for the chat service: conversations, messages, and planning one turn."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from .dialogue import Dialogue, ReplyPlan, TurnContext, language_of
+from .models import Conversation, Message
+from .selectors import conversation_recent_turns
+
+logger = logging.getLogger(__name__)
+
+
+def conversation_open(
+    *, session_key: str | None, client_ip: str | None = None, user_agent: str = ""
+) -> tuple[Conversation, bool]:
+    """Resume the conversation of ``session_key``, or start a new one."""
+    if session_key:
+        conversation = Conversation.objects.filter(session_key=session_key[:64]).first()
+        if conversation is not None:
+            # A reply still marked streaming belonged to a connection (or a process)
+            # that is gone: it was cut off.
+            Message.objects.filter(
+                conversation=conversation, status=Message.Status.STREAMING
+            ).update(status=Message.Status.INCOMPLETE, updated_at=timezone.now())
+            return conversation, False
+    conversation = Conversation.objects.create(
+        client_ip=client_ip or None, user_agent=user_agent[:300]
+    )
+    return conversation, True
+
+
+def conversation_identify(
+    *, conversation_id: int, customer_id: str, vip: bool, method: str
+) -> None:
+    Conversation.objects.filter(pk=conversation_id).update(
+        customer_id=customer_id, vip=vip, identity=method, updated_at=timezone.now()
+    )
+
+
+def conversation_sweep_interrupted(*, older_than_s: float | None = None) -> int:
+    """Mark replies left streaming by a dead process as incomplete (run at start-up).
+
+    Only replies older than the turn timeout: another live process may be streaming
+    the younger ones."""
+    age = settings.TIERDESK_TURN_TIMEOUT_S if older_than_s is None else older_than_s
+    cutoff = timezone.now() - timedelta(seconds=age)
+    try:
+        return Message.objects.filter(
+            status=Message.Status.STREAMING, updated_at__lt=cutoff
+        ).update(status=Message.Status.INCOMPLETE)
+    except Exception:  # no table yet (before migrate): nothing to sweep
+        logger.warning("could not sweep interrupted replies", exc_info=True)
+        return 0
+
+
+def message_store(*, conversation_id: int, client_id: str, text: str) -> tuple[Message, bool]:
+    """Store a shopper message before anything else happens; a resend is not stored twice."""
+    try:
+        with transaction.atomic():
+            message = Message.objects.create(
+                conversation_id=conversation_id,
+                role=Message.Role.USER,
+                client_id=client_id,
+                text=text,
+                status=Message.Status.RECEIVED,
+                language=language_of(text),
+            )
+            Conversation.objects.filter(pk=conversation_id).update(updated_at=timezone.now())
+        return message, True
+    except IntegrityError:
+        existing = Message.objects.get(conversation_id=conversation_id, client_id=client_id)
+        return existing, False
+
+
+def turn_plan(*, conversation_id: int, message_id: int) -> tuple[ReplyPlan, int]:
+    """Decide the reply for a stored message and create its (streaming) reply row."""
+    conversation = Conversation.objects.get(pk=conversation_id)
+    message = Message.objects.get(pk=message_id, conversation_id=conversation_id)
+    ctx = TurnContext(
+        text=message.text,
+        language=message.language or language_of(message.text),
+        state=dict(conversation.state or {}),
+        customer_id=conversation.customer_id,
+        history=conversation_recent_turns(
+            conversation_id=conversation_id, before_id=message_id, turns=3
+        ),
+    )
+    plan = Dialogue(ctx).plan()
+    conversation.state = ctx.state
+    conversation.language = plan.language
+    fields = ["state", "language", "updated_at"]
+    if ctx.verified is not None:
+        conversation.customer_id = ctx.verified.customer_id
+        conversation.vip = conversation.vip or ctx.verified.vip
+        conversation.identity = _identity_method(message.text)
+        fields += ["customer_id", "vip", "identity"]
+    with transaction.atomic():
+        conversation.save(update_fields=fields)
+        Message.objects.filter(pk=message_id).update(
+            tier=plan.tier,
+            intent=plan.intent,
+            confidence=plan.confidence,
+            route_reason=plan.route_reason,
+            language=plan.language,
+        )
+        reply = Message.objects.create(
+            conversation_id=conversation_id,
+            role=Message.Role.BOT,
+            reply_to_id=message_id,
+            status=Message.Status.STREAMING,
+            language=plan.language,
+            tier=plan.tier,
+            intent=plan.intent,
+            confidence=plan.confidence,
+            route_reason=plan.route_reason,
+        )
+    return plan, reply.pk
+
+
+def _identity_method(text: str) -> str:
+    return Conversation.Identity.EMAIL if "@" in text else Conversation.Identity.NAME_ZIP
+
+
+def reply_finish(
+    *,
+    reply_id: int,
+    text: str,
+    status: str,
+    model: str = "",
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+    first_chunk_ms: float | None = None,
+    total_ms: float | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> None:
+    Message.objects.filter(pk=reply_id).update(
+        text=text,
+        status=status,
+        model=model,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        first_chunk_ms=first_chunk_ms,
+        total_ms=total_ms,
+        metadata=metadata or {},
+        updated_at=timezone.now(),
+    )

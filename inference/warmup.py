@@ -1,0 +1,91 @@
+"""Warm-up before ready (SPEC: dummy requests of 10, 50 and 100 tokens, 5 in all).
+
+The first requests after a load pay for page faults and cold caches; serving a
+shopper with them would blow the first-chunk target. ``/readyz`` answers 503 until
+every role in ``TIERDESK_WARM_ROLES`` is loaded and warmed, so a load balancer
+sends no traffic to a cold process.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from .base import ChatMessage, GenerationRequest
+from .registry import get_backend, resolve_role
+
+logger = logging.getLogger(__name__)
+
+WARMUP_TOKENS = (10, 50, 100)
+
+
+@dataclass
+class Readiness:
+    ready: threading.Event = field(default_factory=threading.Event)
+    error: str = ""
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    requests: int = 0
+    roles: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "ready": self.ready.is_set(),
+            "error": self.error,
+            "warmup_requests": self.requests,
+            "roles": self.roles,
+            "warmup_seconds": round(self.finished_at - self.started_at, 2)
+            if self.finished_at
+            else None,
+        }
+
+
+READINESS = Readiness()
+
+
+def warmup_run(*, roles: list[str] | None = None, requests: int | None = None) -> Readiness:
+    """Load and warm every role's backend; idempotent per process."""
+    state = READINESS
+    if state.ready.is_set():
+        return state
+    state.started_at = time.perf_counter()
+    count = settings.TIERDESK_WARMUP_REQUESTS if requests is None else requests
+    done: set[str] = set()
+    try:
+        for role in roles if roles is not None else settings.TIERDESK_WARM_ROLES:
+            real = resolve_role(role)
+            if real in done:
+                continue
+            done.add(real)
+            backend = get_backend(real)
+            backend.load()
+            chat = bool(getattr(backend, "chat", False))
+            for i in range(count):
+                tokens = WARMUP_TOKENS[i % len(WARMUP_TOKENS)]
+                text = "Warm-up: say hello to a shopper."
+                request = (
+                    GenerationRequest(messages=(ChatMessage("user", text),), max_tokens=tokens)
+                    if chat
+                    else GenerationRequest(prompt=text + "\nReply:", max_tokens=tokens)
+                )
+                for _chunk in backend.stream(request):
+                    pass
+                state.requests += 1
+            state.roles.append(real)
+    except Exception as exc:
+        # Not ready, and say why: /readyz shows the error (a missing model file, say).
+        state.error = str(exc)
+        logger.exception("warm-up failed")
+        return state
+    state.finished_at = time.perf_counter()
+    state.ready.set()
+    logger.info("warm-up done: %s", state.as_dict())
+    return state
+
+
+def warmup_start_background() -> None:
+    threading.Thread(target=warmup_run, name="warmup", daemon=True).start()

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Headless Chromium from Debian and playwright-core from npm (never a downloaded browser).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x /usr/bin/chromium ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+if [ ! -d node_modules/playwright-core ]; then
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --silent
+fi

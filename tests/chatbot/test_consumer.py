@@ -1,0 +1,164 @@
+"""The WebSocket consumer end to end with WebsocketCommunicator on the real ASGI app."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from channels.testing import WebsocketCommunicator
+
+from chatbot.asgi import application
+from chatbot.models import Conversation, Message
+from chatbot.orders.identity import shopper_token_issue
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ORIGIN = (b"origin", b"http://localhost")
+
+
+async def connect(session: str | None = None, origin: tuple[bytes, bytes] = ORIGIN) -> tuple[WebsocketCommunicator, dict[str, Any]]:
+    path = "/ws/chat/" + (f"?session={session}" if session else "")
+    comm = WebsocketCommunicator(application, path, headers=[origin])
+    connected, _ = await comm.connect(timeout=10)
+    assert connected
+    hello = await comm.receive_json_from(timeout=10)
+    assert hello["type"] == "hello"
+    return comm, hello
+
+
+async def send(comm: WebsocketCommunicator, text: str, cid: str) -> None:
+    await comm.send_json_to({"type": "message", "id": cid, "text": text})
+
+
+async def until_done(comm: WebsocketCommunicator, timeout: float = 60) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    frames = []
+    while True:
+        frame = await comm.receive_json_from(timeout=timeout)
+        frames.append(frame)
+        if frame["type"] in ("done", "error"):
+            return frames, frame
+
+
+def reply_text(frames: list[dict[str, Any]]) -> str:
+    text = ""
+    for f in frames:
+        if f["type"] == "chunk":
+            text += f["text"]
+        elif f["type"] == "replace":
+            text = f["text"]
+    return text
+
+
+async def test_foreign_origin_is_refused(seeded_shop: None) -> None:
+    comm = WebsocketCommunicator(application, "/ws/chat/", headers=[(b"origin", b"http://evil.example")])
+    connected, _ = await comm.connect(timeout=10)
+    assert not connected
+
+
+async def test_bad_frames_get_errors_and_connection_stays_usable(seeded_shop: None, fake_models: Any) -> None:
+    comm, _ = await connect()
+    await comm.send_to(text_data="{oops")
+    assert (await comm.receive_json_from())["code"] == "bad_json"
+    await comm.send_to(bytes_data=b"\x00\xff")
+    assert (await comm.receive_json_from())["code"] == "binary_frame"
+    await comm.send_json_to({"type": "nope"})
+    assert (await comm.receive_json_from())["code"] == "unknown_type"
+    await comm.send_json_to({"type": "message", "id": "e1", "text": "   "})
+    assert (await comm.receive_json_from())["code"] == "empty_message"
+    await comm.send_json_to({"type": "message", "id": "big", "text": "x" * 2001})
+    assert (await comm.receive_json_from())["code"] == "message_too_large"
+    await comm.send_to(text_data=json.dumps({"type": "message", "id": "huge", "text": "y" * 20000}))
+    assert (await comm.receive_json_from())["code"] == "frame_too_large"
+    await comm.send_json_to({"type": "ping", "ts": 7})
+    assert await comm.receive_json_from() == {"type": "pong", "ts": 7}
+    # Still usable: a real message is stored and answered.
+    await send(comm, "hello", "m1")
+    ack = await comm.receive_json_from()
+    assert ack["type"] == "ack" and ack["duplicate"] is False
+    frames, done = await until_done(comm)
+    assert done["type"] == "done" and done["tier"] == "L1" and reply_text(frames)
+    assert await Message.objects.filter(role="user").acount() == 1
+    await comm.disconnect()
+
+
+async def test_message_stored_before_reply_and_resend_not_duplicated(seeded_shop: None, fake_models: Any) -> None:
+    comm, hello = await connect()
+    await send(comm, "hi there", "same-id")
+    ack = await comm.receive_json_from()
+    stored = await Message.objects.aget(pk=ack["message_id"])
+    assert stored.text == "hi there" and stored.role == "user"
+    await until_done(comm)
+    await send(comm, "hi there", "same-id")
+    again = await comm.receive_json_from()
+    assert again["duplicate"] is True and again["message_id"] == ack["message_id"]
+    assert await comm.receive_nothing(timeout=0.3)
+    assert await Message.objects.filter(role="user").acount() == 1
+    await comm.disconnect()
+
+
+async def test_reconnect_restores_the_conversation(seeded_shop: None, fake_models: Any) -> None:
+    comm, hello = await connect()
+    await send(comm, "hello", "r1")
+    await comm.receive_json_from()
+    _, done = await until_done(comm)
+    await comm.disconnect()
+    comm2, hello2 = await connect(session=hello["session"])
+    assert hello2["conversation"] == hello["conversation"]
+    roles = [(m["role"], m["status"]) for m in hello2["history"]]
+    assert roles == [("user", "received"), ("bot", "complete")]
+    assert hello2["history"][1]["message_id"] == done["message_id"]
+    await comm2.disconnect()
+    # An unknown session key starts a new conversation instead of failing.
+    comm3, hello3 = await connect(session="not-a-real-key")
+    assert hello3["conversation"] != hello["conversation"] and hello3["history"] == []
+    await comm3.disconnect()
+
+
+async def test_disconnect_mid_reply_stores_partial_reply_as_incomplete(seeded_shop: None, fake_models: Any) -> None:
+    # A fake is used here because we need a reply slow enough to cut reliably.
+    slow = fake_models["fallback"]
+    slow.replies = ["one two three four five six seven eight nine ten"]
+    slow.delay_s = 0.2
+    comm, hello = await connect()
+    await send(comm, "Which is better for hiking, your boots or your trail shoes, and why?", "q1")
+    await comm.receive_json_from()  # ack
+    first = await comm.receive_json_from(timeout=10)
+    assert first["type"] == "chunk"
+    await comm.disconnect()
+    for _ in range(50):
+        reply = await Message.objects.filter(role="bot").afirst()
+        if reply and reply.status != "streaming":
+            break
+        import asyncio
+
+        await asyncio.sleep(0.1)
+    assert reply is not None and reply.status == "incomplete"
+    assert reply.text.startswith("one") and "ten" not in reply.text
+    comm2, hello2 = await connect(session=hello["session"])
+    assert hello2["history"][-1]["status"] == "incomplete"
+    await comm2.disconnect()
+
+
+async def test_identify_with_a_shop_token_and_bad_token(seeded_shop: None, fake_models: Any) -> None:
+    comm, _ = await connect()
+    await comm.send_json_to({"type": "identify", "token": "garbage.token"})
+    assert (await comm.receive_json_from())["code"] == "bad_token"
+    await comm.send_json_to({"type": "identify", "token": shopper_token_issue(customer_id="james_li_5688")})
+    assert (await comm.receive_json_from())["type"] == "identified"
+    conv = await Conversation.objects.aget()
+    assert conv.customer_id == "james_li_5688" and conv.identity == "token"
+    await comm.disconnect()
+
+
+async def test_model_crash_falls_back_to_template_and_nothing_is_lost(seeded_shop: None, fake_models: Any) -> None:
+    # A fake: a real model crash can't be caused on demand.
+    fake_models["fast"].replies = [RuntimeError("segfault-ish")]
+    comm, _ = await connect()
+    await comm.send_json_to({"type": "identify", "token": shopper_token_issue(customer_id="james_li_5688")})
+    await comm.receive_json_from()
+    await send(comm, "where is my order #W2611340", "c1")
+    await comm.receive_json_from()
+    frames, done = await until_done(comm)
+    assert done["type"] == "done" and done["guard"] == "template" and done["fallback"] == {"reason": "model_error"}
+    assert "#W2611340" in reply_text(frames)
+    await comm.disconnect()

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inference.base import ModelFileError
+from inference.catalog import CATALOG, model_verify, resolve_model_file, sha256_of
+
+
+def test_missing_file_says_how_to_fix(tmp_path: Path) -> None:
+    with pytest.raises(ModelFileError, match="make setup"):
+        model_verify(path=tmp_path / "nope.gguf", sha256="00")
+
+
+def test_checksum_mismatch_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "model.gguf"
+    bad.write_bytes(b"not really a model")
+    with pytest.raises(ModelFileError, match="Refusing to load"):
+        model_verify(path=bad, sha256=CATALOG["gemma3-270m-q4km"].sha256)
+
+
+def test_own_file_without_checksum_is_refused(tmp_path: Path) -> None:
+    own = tmp_path / "shop.gguf"
+    own.write_bytes(b"x")
+    with pytest.raises(ModelFileError, match="SHA256"):
+        resolve_model_file(model="", path=str(own), sha256="", model_dir=tmp_path)
+    # With the right checksum the shop's own file is accepted.
+    path, sha = resolve_model_file(model="", path=str(own), sha256=sha256_of(own), model_dir=tmp_path)
+    assert path == own and sha == sha256_of(own)
+
+
+def test_unknown_catalogue_name(tmp_path: Path) -> None:
+    with pytest.raises(ModelFileError, match="unknown model"):
+        resolve_model_file(model="gpt-17", path="", sha256="", model_dir=tmp_path)
+
+
+def test_assembled_files_match_the_pinned_checksums(model_files: None) -> None:
+    from django.conf import settings
+
+    for name in ("gemma3-270m-q4km", "qwen2.5-0.5b-instruct-q4km"):
+        entry = CATALOG[name]
+        assert sha256_of(settings.TIERDESK_MODEL_DIR / entry.filename) == entry.sha256
