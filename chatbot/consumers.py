@@ -9,6 +9,7 @@ reply as incomplete.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -72,10 +73,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.worker is not None:
             self.worker.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self.worker
-            except (asyncio.CancelledError, Exception):
-                pass
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         received_at = time.perf_counter()
@@ -96,7 +95,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
             conversation_id=self.conversation_id, client_id=frame.client_id, text=frame.text
         )
         await self.send_json(
-            {"type": "ack", "id": frame.client_id, "message_id": message.pk, "duplicate": not created}
+            {
+                "type": "ack",
+                "id": frame.client_id,
+                "message_id": message.pk,
+                "duplicate": not created,
+            }
         )
         if not created:
             return
@@ -105,7 +109,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 {
                     "type": "error",
                     "code": "rate_limited",
-                    "message": "Too many messages at once; this one is saved but won't be answered.",
+                    "message": (
+                        "Too many messages at once; this one is saved but won't be answered."
+                    ),
                     "reply_to": frame.client_id,
                     "retry_after": 5,
                 }
@@ -144,8 +150,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
                         await self.send_json(event.frame)
                     elif isinstance(event, Failed):
                         await self.send_json(
-                            {"type": "error", "code": event.code, "message": event.message,
-                             "message_id": message_id}
+                            {
+                                "type": "error",
+                                "code": event.code,
+                                "message": event.message,
+                                "message_id": message_id,
+                            }
                         )
             except asyncio.CancelledError:
                 raise
@@ -154,9 +164,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 # so one bad turn never kills the connection.
                 logger.exception("turn crashed for message %s", message_id)
                 await self.send_json(
-                    {"type": "error", "code": "internal_error",
-                     "message": "Something went wrong on our side; your message is saved.",
-                     "message_id": message_id}
+                    {
+                        "type": "error",
+                        "code": "internal_error",
+                        "message": "Something went wrong on our side; your message is saved.",
+                        "message_id": message_id,
+                    }
                 )
 
     async def send_json(self, content: dict[str, Any]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from django.conf import settings
 
 from chatbot.orders.backends import get_order_service
-from chatbot.orders.identity import customer_from_text
+from chatbot.orders.identity import customer_match_from_text
 from chatbot.orders.types import (
     Address,
     Customer,
@@ -43,17 +43,67 @@ REQUIRED_KEYS = {"order_id", "status_text", "carrier", "tracking", "eta", "refun
 PHRASED_INTENTS = {rt.ORDER_STATUS, rt.DELIVERY_TIME, rt.REFUND_STATUS, rt.SHIPPING_COST}
 
 STATUS_TEXT = {
-    "en": {"pending": "pending", "processed": "shipped", "delivered": "delivered", "cancelled": "cancelled"},
-    "zh": {"pending": "待处理", "processed": "已发货", "delivered": "已送达", "cancelled": "已取消"},
+    "en": {
+        "pending": "pending",
+        "processed": "shipped",
+        "delivered": "delivered",
+        "cancelled": "cancelled",
+    },
+    "zh": {
+        "pending": "待处理",
+        "processed": "已发货",
+        "delivered": "已送达",
+        "cancelled": "已取消",
+    },
 }
 PAYMENT_TEXT = {
     "en": {"credit_card": "credit card", "gift_card": "gift card", "paypal": "PayPal account"},
     "zh": {"credit_card": "信用卡", "gift_card": "礼品卡", "paypal": "PayPal账户"},
 }
-_YES = {"yes", "y", "yeah", "yep", "yup", "sure", "ok", "okay", "confirm", "confirmed", "do it",
-        "yes please", "please do", "go ahead", "是", "是的", "确认", "好", "好的", "可以", "对", "嗯", "确定"}
-_NO = {"no", "n", "nope", "nah", "don't", "dont", "do not", "keep it", "never mind", "stop",
-       "否", "不", "不要", "不用", "算了", "取消操作", "别"}
+_YES = {
+    "yes",
+    "y",
+    "yeah",
+    "yep",
+    "yup",
+    "sure",
+    "ok",
+    "okay",
+    "confirm",
+    "confirmed",
+    "do it",
+    "yes please",
+    "please do",
+    "go ahead",
+    "是",
+    "是的",
+    "确认",
+    "好",
+    "好的",
+    "可以",
+    "对",
+    "嗯",
+    "确定",
+}
+_NO = {
+    "no",
+    "n",
+    "nope",
+    "nah",
+    "don't",
+    "dont",
+    "do not",
+    "keep it",
+    "never mind",
+    "stop",
+    "否",
+    "不",
+    "不要",
+    "不用",
+    "算了",
+    "取消操作",
+    "别",
+}
 _ADDRESS = re.compile(
     r"^(?P<a1>[^,]+?),\s*(?:(?P<a2>[^,]+?),\s*)?(?P<city>[^,]+?),\s*(?P<state>[A-Za-z]{2})\s+(?P<zip>\d{5})\s*\.?$"
 )
@@ -86,8 +136,9 @@ class TurnContext:
     state: dict[str, Any]
     customer_id: str
     history: list[tuple[str, str]]
-    # Set when the shopper verified in this turn.
+    # Set when the shopper verified in this turn, with how ("email" / "name_zip").
     verified: Customer | None = None
+    verified_method: str = ""
 
 
 def language_of(text: str) -> str:
@@ -157,11 +208,25 @@ class Dialogue:
     def _t(self, intent: str, key: str) -> str:
         return template_get(intent=intent, key=key, language=self.lang)
 
-    def _say(self, intent: str, key: str, facts: dict[str, str] | None = None, *, tier: str = rt.L1,
-             actions: list[str] | None = None, personal: bool = False) -> ReplyPlan:
+    def _say(
+        self,
+        intent: str,
+        key: str,
+        facts: dict[str, str] | None = None,
+        *,
+        tier: str = rt.L1,
+        actions: list[str] | None = None,
+        personal: bool = False,
+    ) -> ReplyPlan:
         text = template_render(self._t(intent, key), facts or {})
-        return ReplyPlan(tier=tier, intent=intent, text=text, language=self.lang,
-                         actions=actions or [], personal=personal)
+        return ReplyPlan(
+            tier=tier,
+            intent=intent,
+            text=text,
+            language=self.lang,
+            actions=actions or [],
+            personal=personal,
+        )
 
     def _phrase(self, intent: str, key: str, facts: dict[str, str]) -> ReplyPlan:
         """A templated answer that the fast model phrases, guarded by the facts."""
@@ -187,7 +252,11 @@ class Dialogue:
         )
         required = [facts[k] for k in keys if k in REQUIRED_KEYS and facts.get(k)]
         return ReplyPlan(
-            tier=rt.L1, intent=intent, text=text, language=self.lang, generation=generation,
+            tier=rt.L1,
+            intent=intent,
+            text=text,
+            language=self.lang,
+            generation=generation,
             role="fast",
             # With the guard off (a shop's choice, e.g. for a stronger fast model) the
             # model's text goes out unchecked.
@@ -235,15 +304,18 @@ class Dialogue:
                 state.pop("pending_action", None)
         awaiting = state.get("awaiting")
         if awaiting == "identity":
-            customer = customer_from_text(text=self.ctx.text, service=self.service)
-            if customer is not None:
+            match = customer_match_from_text(text=self.ctx.text, service=self.service)
+            if match is not None:
+                customer = match.customer
+                self.ctx.verified_method = match.method
                 self.ctx.customer_id = customer.customer_id
                 self.ctx.verified = customer
                 state.pop("awaiting", None)
                 intent = state.pop("pending_intent", None)
                 slots = state.pop("pending_slots", {}) or {}
-                greeting = template_render(self._t("dialogue", "identity_ok"),
-                                           {"first_name": customer.first_name})
+                greeting = template_render(
+                    self._t("dialogue", "identity_ok"), {"first_name": customer.first_name}
+                )
                 if intent:
                     plan = self._order_intent(intent, slots)
                     plan.text = f"{greeting} {plan.text}" if plan.generation is None else plan.text
@@ -262,7 +334,7 @@ class Dialogue:
                 state["awaiting"] = "address"
                 return self._say(rt.CHANGE_ADDRESS, "bad_address")
         elif awaiting == "order":
-            intent = state.get("pending_intent")
+            intent = str(state.get("pending_intent") or "")
             order_id = _find_order_id(self.ctx.text)
             state.pop("awaiting", None)
             if intent and order_id:
@@ -298,10 +370,14 @@ class Dialogue:
         )
         role = "large" if decision.tier == rt.L3 else "fallback"
         return ReplyPlan(
-            tier=decision.tier, intent=decision.intent, text=self._t("dialogue", "model_down"),
-            language=self.lang, role=role,
-            generation=GenerationRequest(messages=messages, max_tokens=settings.TIERDESK_FALLBACK_MAX_TOKENS,
-                                         temperature=0.3),
+            tier=decision.tier,
+            intent=decision.intent,
+            text=self._t("dialogue", "model_down"),
+            language=self.lang,
+            role=role,
+            generation=GenerationRequest(
+                messages=messages, max_tokens=settings.TIERDESK_FALLBACK_MAX_TOKENS, temperature=0.3
+            ),
         )
 
     # -- order intents ----------------------------------------------------------------------
@@ -309,8 +385,11 @@ class Dialogue:
         state = self.ctx.state
         order_id = slots.get("order_id") or _find_order_id(self.ctx.text)
         if not self.ctx.customer_id:
-            state.update(awaiting="identity", pending_intent=intent,
-                         pending_slots={"order_id": order_id} if order_id else {})
+            state.update(
+                awaiting="identity",
+                pending_intent=intent,
+                pending_slots={"order_id": order_id} if order_id else {},
+            )
             return self._say("dialogue", "ask_identity")
         if not order_id:
             orders = self.service.orders_for_customer(customer_id=self.ctx.customer_id)
@@ -322,9 +401,9 @@ class Dialogue:
                 order_id = state["last_order_id"]
             else:
                 state.update(awaiting="order", pending_intent=intent)
+                status_words = STATUS_TEXT.get(self.lang, STATUS_TEXT["en"])
                 listing = ", ".join(
-                    f"{o.order_id} ({STATUS_TEXT.get(self.lang, STATUS_TEXT['en']).get(o.status, o.status)})"
-                    for o in orders[:10]
+                    f"{o.order_id} ({status_words.get(o.status, o.status)})" for o in orders[:10]
                 )
                 return self._say("dialogue", "ask_order", {"orders": listing}, personal=True)
         order = self.service.order_get(customer_id=self.ctx.customer_id, order_id=order_id)
@@ -342,7 +421,11 @@ class Dialogue:
         if intent == rt.CANCEL_ORDER:
             if order.status != "pending":
                 return self._say(intent, "not_allowed", facts, personal=True)
-            state["pending_action"] = {"type": "cancel", "order_id": order.order_id, "at": time.time()}
+            state["pending_action"] = {
+                "type": "cancel",
+                "order_id": order.order_id,
+                "at": time.time(),
+            }
             return self._say(intent, "confirm", facts, actions=["confirm"], personal=True)
         if intent == rt.CHANGE_ADDRESS:
             if order.status != "pending":
@@ -363,7 +446,9 @@ class Dialogue:
             "old_address": order.address.one_line(),
         }
         self.ctx.state["pending_action"] = {
-            "type": "change_address", "order_id": order.order_id, "at": time.time(),
+            "type": "change_address",
+            "order_id": order.order_id,
+            "at": time.time(),
             "address": address.__dict__,
         }
         return self._say(rt.CHANGE_ADDRESS, "confirm", facts, actions=["confirm"], personal=True)
@@ -398,7 +483,8 @@ class Dialogue:
                 text = f"{opt.name} ${fmt_money(opt.price)}（{opt.days_min}-{opt.days_max}个工作日"
                 text += f"，满${fmt_money(opt.free_over)}免运费）" if opt.free_over else "）"
             else:
-                text = f"{opt.name} ${fmt_money(opt.price)} ({opt.days_min}-{opt.days_max} business days"
+                days = f"{opt.days_min}-{opt.days_max} business days"
+                text = f"{opt.name} ${fmt_money(opt.price)} ({days}"
                 text += f", free over ${fmt_money(opt.free_over)})" if opt.free_over else ")"
             parts.append(text)
         return "; ".join(parts)

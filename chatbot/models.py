@@ -53,7 +53,9 @@ class Message(models.Model):
         INCOMPLETE = "incomplete", "cut off"  # disconnect or crash mid-reply
         ERROR = "error", "error"
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
     role = models.CharField(max_length=8, choices=Role.choices)
     # The client's id for a shopper message: a resend after reconnect is not stored twice.
     client_id = models.CharField(max_length=64, blank=True)

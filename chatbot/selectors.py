@@ -28,7 +28,9 @@ def conversation_history(*, conversation_id: int, limit: int) -> list[dict[str, 
     ]
 
 
-def conversation_recent_turns(*, conversation_id: int, before_id: int, turns: int) -> list[tuple[str, str]]:
+def conversation_recent_turns(
+    *, conversation_id: int, before_id: int, turns: int
+) -> list[tuple[str, str]]:
     """The last complete exchanges before a message, for a chat model's context."""
     rows = list(
         Message.objects.filter(conversation_id=conversation_id, id__lt=before_id)

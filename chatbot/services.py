@@ -99,7 +99,7 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[ReplyPlan, int]
     if ctx.verified is not None:
         conversation.customer_id = ctx.verified.customer_id
         conversation.vip = conversation.vip or ctx.verified.vip
-        conversation.identity = _identity_method(message.text)
+        conversation.identity = ctx.verified_method or Conversation.Identity.EMAIL
         fields += ["customer_id", "vip", "identity"]
     with transaction.atomic():
         conversation.save(update_fields=fields)
@@ -122,10 +122,6 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[ReplyPlan, int]
             route_reason=plan.route_reason,
         )
     return plan, reply.pk
-
-
-def _identity_method(text: str) -> str:
-    return Conversation.Identity.EMAIL if "@" in text else Conversation.Identity.NAME_ZIP
 
 
 def reply_finish(

@@ -74,7 +74,9 @@ class _Reply:
 
 
 _WORDS = re.compile(r"\S+\s*|\s+")
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]{1,4}|[^\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]+")
+_CJK_RUN = re.compile(
+    r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]{1,4}|[^\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]+"
+)
 
 
 def text_chunks(text: str) -> list[str]:
@@ -127,7 +129,10 @@ async def turn_stream(
             "intent": plan.intent,
             "model": reply.model,
             "first_chunk_ms": reply.first_chunk_ms,
-            "tokens": {"prompt": reply.usage.prompt_tokens, "completion": reply.usage.completion_tokens},
+            "tokens": {
+                "prompt": reply.usage.prompt_tokens,
+                "completion": reply.usage.completion_tokens,
+            },
             "status": status,
             "fallback": reply.fallback,
             "guard": reply.guard,
@@ -146,10 +151,12 @@ async def _generate(plan: ReplyPlan, reply: _Reply, mark_first: Any) -> AsyncIte
         if plan.guard_facts is not None
         else None
     )
+    generated = 0  # chunks from the engine: one token each, for when usage never arrives
     try:
         async for chunk in astream(backend, plan.generation):
             if chunk.usage is not None:
                 reply.usage = chunk.usage
+            generated += 1 if chunk.text else 0
             text = chunk.text
             if guard is not None:
                 released = guard.feed(text)
@@ -173,6 +180,7 @@ async def _generate(plan: ReplyPlan, reply: _Reply, mark_first: Any) -> AsyncIte
                 reply.parts.append(tail)
                 yield Chunk(tail)
     except InferenceError as exc:
+        reply.usage.completion_tokens = reply.usage.completion_tokens or generated
         logger.warning("model %s failed: %s", reply.model, exc)
         reply.fallback = {"reason": exc.code}
         if guard is None:
@@ -182,6 +190,8 @@ async def _generate(plan: ReplyPlan, reply: _Reply, mark_first: Any) -> AsyncIte
                     yield event
             return
         guard.verdict = GuardVerdict(False, f"model error: {exc.code}")
+    # Stopped early (the guard tripped): the engine sends no usage, so count.
+    reply.usage.completion_tokens = reply.usage.completion_tokens or generated
     if guard is not None:
         if guard.verdict.ok:
             reply.guard = "passed"
@@ -192,7 +202,9 @@ async def _generate(plan: ReplyPlan, reply: _Reply, mark_first: Any) -> AsyncIte
                 yield event
 
 
-async def _send_template(plan: ReplyPlan, reply: _Reply, mark_first: Any) -> AsyncIterator[TurnEvent]:
+async def _send_template(
+    plan: ReplyPlan, reply: _Reply, mark_first: Any
+) -> AsyncIterator[TurnEvent]:
     if reply.parts:
         # Text already shown: replace it whole (docs/protocol.md, "replace").
         reply.parts = [plan.text]
@@ -206,7 +218,9 @@ async def _send_template(plan: ReplyPlan, reply: _Reply, mark_first: Any) -> Asy
         yield Chunk(piece)
 
 
-async def _store(reply_id: int, reply: _Reply, status: str, plan: ReplyPlan, received_at: float) -> None:
+async def _store(
+    reply_id: int, reply: _Reply, status: str, plan: ReplyPlan, received_at: float
+) -> None:
     metadata: dict[str, Any] = {"guard": reply.guard, "route_ms": round(plan.route_ms, 3)}
     if reply.fallback:
         metadata["fallback"] = reply.fallback

@@ -25,7 +25,9 @@ async def run_blocking(func: Any, *args: Any) -> Any:
     return await loop.run_in_executor(_executor, func, *args)
 
 
-async def astream(backend: ModelBackend, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
+async def astream(
+    backend: ModelBackend, request: GenerationRequest
+) -> AsyncIterator[GenerationChunk]:
     loop = asyncio.get_running_loop()
     out: asyncio.Queue[Any] = asyncio.Queue()
     stop = threading.Event()
@@ -46,7 +48,9 @@ async def astream(backend: ModelBackend, request: GenerationRequest) -> AsyncIte
         except BaseException as exc:
             deliver(exc)
         finally:
-            gen.close()  # cancels generation in the engine
+            close = getattr(gen, "close", None)
+            if close is not None:
+                close()  # cancels generation in the engine
             deliver(_END)
 
     loop.run_in_executor(_executor, pump)

@@ -118,7 +118,9 @@ def _contains(text: str, value: str) -> bool:
     return bool(norm) and norm in _tokens(text)
 
 
-def guard_check(*, text: str, facts: dict[str, str], required: Iterable[str], template_text: str = "") -> GuardVerdict:
+def guard_check(
+    *, text: str, facts: dict[str, str], required: Iterable[str], template_text: str = ""
+) -> GuardVerdict:
     """Check a whole reply at once (tests, evaluation)."""
     guard = StreamGuard(facts=facts, required=list(required), template_text=template_text)
     if guard.feed(text) is None or guard.finish() is None:

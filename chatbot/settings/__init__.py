@@ -43,7 +43,9 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 _DEV_SECRET = "dev-only-insecure-secret-key-change-me-0123456789abcdefghijklmnop"
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "" if PRODUCTION else _DEV_SECRET)
 # The shop signs shopper tokens with this key (HMAC-SHA256); see docs/identity.md.
-TIERDESK_SHOPPER_TOKEN_KEY = env_str("TIERDESK_SHOPPER_TOKEN_KEY", "" if PRODUCTION else _DEV_SECRET)
+TIERDESK_SHOPPER_TOKEN_KEY = env_str(
+    "TIERDESK_SHOPPER_TOKEN_KEY", "" if PRODUCTION else _DEV_SECRET
+)
 if PRODUCTION:
     # Secrets come only from the environment: refuse to start without them rather
     # than run a shop on a key that is printed in our source.
@@ -111,7 +113,7 @@ TEMPLATES = [
     },
 ]
 
-# --- database ---------------------------------------------------------------------------
+# --- database -------------------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
@@ -119,6 +121,9 @@ if DATABASE_URL:
         # Health checks let a connection that PostgreSQL dropped (restart, failover)
         # be replaced on the next request instead of failing it.
         DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # Concurrent test runs on one PostgreSQL each need their own test database.
+    if env_str("TIERDESK_TEST_DB_NAME"):
+        DATABASES["default"]["TEST"] = {"NAME": env_str("TIERDESK_TEST_DB_NAME")}
 else:
     DATABASES = {
         "default": {
@@ -137,7 +142,12 @@ if REDIS_URL:
     CHANNEL_LAYERS: dict[str, Any] = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            # redis-py 8 defaults socket_timeout to 5 s, the same as channels-redis'
+            # 5 s BZPOPMIN: the read then times out before Redis answers. Give reads
+            # more time than the blocking pop.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15, "socket_connect_timeout": 3}]
+            },
         }
     }
     CACHES: dict[str, Any] = {
@@ -214,7 +224,7 @@ LOGGING: dict[str, Any] = {
     "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
 }
 
-# --- chat protocol ------------------------------------------------------------------------------
+# --- chat protocol --------------------------------------------------------------------
 TIERDESK_MAX_MESSAGE_CHARS = env_int("TIERDESK_MAX_MESSAGE_CHARS", 2000)
 # A frame larger than this is refused before it is parsed (bytes, whole JSON frame).
 TIERDESK_MAX_FRAME_BYTES = env_int("TIERDESK_MAX_FRAME_BYTES", 16384)
@@ -224,11 +234,11 @@ TIERDESK_STREAM_PACING_MS = env_int("TIERDESK_STREAM_PACING_MS", 50)
 # How long a turn may take end to end before the reply is cut and marked incomplete.
 TIERDESK_TURN_TIMEOUT_S = env_float("TIERDESK_TURN_TIMEOUT_S", 60.0)
 
-# --- routing ----------------------------------------------------------------------------------------
+# --- routing --------------------------------------------------------------------------
 # Below this classifier probability the bot asks a clarifying question instead of guessing.
 TIERDESK_ROUTER_CLARIFY_THRESHOLD = env_float("TIERDESK_ROUTER_CLARIFY_THRESHOLD", 0.45)
 
-# --- order system -------------------------------------------------------------------------------------
+# --- order system ---------------------------------------------------------------------
 # "django": the demo shop's own tables. "http": a shop's real API (docs/order-api.md).
 TIERDESK_ORDER_BACKEND = env_str("TIERDESK_ORDER_BACKEND", "django")
 TIERDESK_ORDER_API_URL = env_str("TIERDESK_ORDER_API_URL", "")
@@ -240,7 +250,7 @@ ORDER_SERVICE = {
 }[TIERDESK_ORDER_BACKEND]
 TIERDESK_SHOPPER_TOKEN_MAX_AGE_S = env_int("TIERDESK_SHOPPER_TOKEN_MAX_AGE_S", 3600)
 
-# --- inference ------------------------------------------------------------------------------------------
+# --- inference ------------------------------------------------------------------------
 TIERDESK_MODEL_DIR = Path(env_str("TIERDESK_MODEL_DIR", str(VAR_DIR / "models")))
 TIERDESK_THREADS = env_int("TIERDESK_THREADS", 2)
 # Load models and warm them up when a server process starts. Off for management

@@ -158,7 +158,9 @@ class LlamaCppBackend:
                 text, finish = _extract(item, chat)
                 if item.get("usage"):
                     u = item["usage"]
-                    usage = Usage(int(u.get("prompt_tokens", 0)), int(u.get("completion_tokens", 0)))
+                    usage = Usage(
+                        int(u.get("prompt_tokens", 0)), int(u.get("completion_tokens", 0))
+                    )
                 if text or finish:
                     yield GenerationChunk(text=text, finish_reason=finish)
             yield GenerationChunk(text="", finish_reason="end", usage=usage or Usage())

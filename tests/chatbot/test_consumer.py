@@ -16,7 +16,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = (b"origin", b"http://localhost")
 
 
-async def connect(session: str | None = None, origin: tuple[bytes, bytes] = ORIGIN) -> tuple[WebsocketCommunicator, dict[str, Any]]:
+async def connect(
+    session: str | None = None, origin: tuple[bytes, bytes] = ORIGIN
+) -> tuple[WebsocketCommunicator, dict[str, Any]]:
     path = "/ws/chat/" + (f"?session={session}" if session else "")
     comm = WebsocketCommunicator(application, path, headers=[origin])
     connected, _ = await comm.connect(timeout=10)
@@ -30,10 +32,12 @@ async def send(comm: WebsocketCommunicator, text: str, cid: str) -> None:
     await comm.send_json_to({"type": "message", "id": cid, "text": text})
 
 
-async def until_done(comm: WebsocketCommunicator, timeout: float = 60) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+async def until_done(
+    comm: WebsocketCommunicator, wait_s: float = 60
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     frames = []
     while True:
-        frame = await comm.receive_json_from(timeout=timeout)
+        frame = await comm.receive_json_from(timeout=wait_s)
         frames.append(frame)
         if frame["type"] in ("done", "error"):
             return frames, frame
@@ -50,12 +54,16 @@ def reply_text(frames: list[dict[str, Any]]) -> str:
 
 
 async def test_foreign_origin_is_refused(seeded_shop: None) -> None:
-    comm = WebsocketCommunicator(application, "/ws/chat/", headers=[(b"origin", b"http://evil.example")])
+    comm = WebsocketCommunicator(
+        application, "/ws/chat/", headers=[(b"origin", b"http://evil.example")]
+    )
     connected, _ = await comm.connect(timeout=10)
     assert not connected
 
 
-async def test_bad_frames_get_errors_and_connection_stays_usable(seeded_shop: None, fake_models: Any) -> None:
+async def test_bad_frames_get_errors_and_connection_stays_usable(
+    seeded_shop: None, fake_models: Any
+) -> None:
     comm, _ = await connect()
     await comm.send_to(text_data="{oops")
     assert (await comm.receive_json_from())["code"] == "bad_json"
@@ -81,8 +89,10 @@ async def test_bad_frames_get_errors_and_connection_stays_usable(seeded_shop: No
     await comm.disconnect()
 
 
-async def test_message_stored_before_reply_and_resend_not_duplicated(seeded_shop: None, fake_models: Any) -> None:
-    comm, hello = await connect()
+async def test_message_stored_before_reply_and_resend_not_duplicated(
+    seeded_shop: None, fake_models: Any
+) -> None:
+    comm, _ = await connect()
     await send(comm, "hi there", "same-id")
     ack = await comm.receive_json_from()
     stored = await Message.objects.aget(pk=ack["message_id"])
@@ -114,7 +124,9 @@ async def test_reconnect_restores_the_conversation(seeded_shop: None, fake_model
     await comm3.disconnect()
 
 
-async def test_disconnect_mid_reply_stores_partial_reply_as_incomplete(seeded_shop: None, fake_models: Any) -> None:
+async def test_disconnect_mid_reply_stores_partial_reply_as_incomplete(
+    seeded_shop: None, fake_models: Any
+) -> None:
     # A fake is used here because we need a reply slow enough to cut reliably.
     slow = fake_models["fallback"]
     slow.replies = ["one two three four five six seven eight nine ten"]
@@ -139,26 +151,38 @@ async def test_disconnect_mid_reply_stores_partial_reply_as_incomplete(seeded_sh
     await comm2.disconnect()
 
 
-async def test_identify_with_a_shop_token_and_bad_token(seeded_shop: None, fake_models: Any) -> None:
+async def test_identify_with_a_shop_token_and_bad_token(
+    seeded_shop: None, fake_models: Any
+) -> None:
     comm, _ = await connect()
     await comm.send_json_to({"type": "identify", "token": "garbage.token"})
     assert (await comm.receive_json_from())["code"] == "bad_token"
-    await comm.send_json_to({"type": "identify", "token": shopper_token_issue(customer_id="james_li_5688")})
+    await comm.send_json_to(
+        {"type": "identify", "token": shopper_token_issue(customer_id="james_li_5688")}
+    )
     assert (await comm.receive_json_from())["type"] == "identified"
     conv = await Conversation.objects.aget()
     assert conv.customer_id == "james_li_5688" and conv.identity == "token"
     await comm.disconnect()
 
 
-async def test_model_crash_falls_back_to_template_and_nothing_is_lost(seeded_shop: None, fake_models: Any) -> None:
+async def test_model_crash_falls_back_to_template_and_nothing_is_lost(
+    seeded_shop: None, fake_models: Any
+) -> None:
     # A fake: a real model crash can't be caused on demand.
     fake_models["fast"].replies = [RuntimeError("segfault-ish")]
     comm, _ = await connect()
-    await comm.send_json_to({"type": "identify", "token": shopper_token_issue(customer_id="james_li_5688")})
+    await comm.send_json_to(
+        {"type": "identify", "token": shopper_token_issue(customer_id="james_li_5688")}
+    )
     await comm.receive_json_from()
     await send(comm, "where is my order #W2611340", "c1")
     await comm.receive_json_from()
     frames, done = await until_done(comm)
-    assert done["type"] == "done" and done["guard"] == "template" and done["fallback"] == {"reason": "model_error"}
+    assert (
+        done["type"] == "done"
+        and done["guard"] == "template"
+        and done["fallback"] == {"reason": "model_error"}
+    )
     assert "#W2611340" in reply_text(frames)
     await comm.disconnect()

@@ -61,13 +61,17 @@ def test_client_id_too_long() -> None:
 
 @override_settings(TIERDESK_MAX_MESSAGE_CHARS=10, TIERDESK_MAX_FRAME_BYTES=1000)
 def test_size_limits_are_settings() -> None:
-    assert code_of(json.dumps({"type": "message", "id": "a", "text": "x" * 11})) == "message_too_large"
-    assert isinstance(parse({"type": "message", "id": "a", "text": "x" * 10}), MessageFrame)
-    assert code_of(json.dumps({"type": "message", "id": "a", "text": "x" * 2000})) == "frame_too_large"
-    # Multi-byte text counts in bytes, not characters.
-    assert code_of(json.dumps({"type": "message", "id": "a", "text": "订" * 400}, ensure_ascii=False)) == (
-        "frame_too_large"
+    assert (
+        code_of(json.dumps({"type": "message", "id": "a", "text": "x" * 11})) == "message_too_large"
     )
+    assert isinstance(parse({"type": "message", "id": "a", "text": "x" * 10}), MessageFrame)
+    assert (
+        code_of(json.dumps({"type": "message", "id": "a", "text": "x" * 2000})) == "frame_too_large"
+    )
+    # Multi-byte text counts in bytes, not characters.
+    assert code_of(
+        json.dumps({"type": "message", "id": "a", "text": "订" * 400}, ensure_ascii=False)
+    ) == ("frame_too_large")
 
 
 def test_deeply_nested_json_is_bad_json_not_a_crash() -> None:

@@ -26,7 +26,9 @@ def test_own_file_without_checksum_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ModelFileError, match="SHA256"):
         resolve_model_file(model="", path=str(own), sha256="", model_dir=tmp_path)
     # With the right checksum the shop's own file is accepted.
-    path, sha = resolve_model_file(model="", path=str(own), sha256=sha256_of(own), model_dir=tmp_path)
+    path, sha = resolve_model_file(
+        model="", path=str(own), sha256=sha256_of(own), model_dir=tmp_path
+    )
     assert path == own and sha == sha256_of(own)
 
 

@@ -22,22 +22,31 @@ def check(text: str) -> tuple[bool, str]:
 
 
 def test_faithful_rephrasing_passes() -> None:
-    ok, _ = check("Good news! Order #W2611340 has shipped with UPS (tracking 357962501027) and arrives by Nov 12, 2026.")
+    ok, _ = check(
+        "Good news! Order #W2611340 has shipped with UPS (tracking 357962501027) "
+        "and arrives by Nov 12, 2026."
+    )
     assert ok
 
 
 def test_a_garbled_number_fails() -> None:
-    ok, reason = check("Order #W2611340 has shipped with UPS, tracking 357962501072, arriving Nov 12, 2026.")
+    ok, reason = check(
+        "Order #W2611340 has shipped with UPS, tracking 357962501072, arriving Nov 12, 2026."
+    )
     assert not ok and "357962501072" in reason
 
 
 def test_an_invented_amount_fails() -> None:
-    ok, reason = check("Order #W2611340 has shipped with UPS, tracking 357962501027, Nov 12, 2026. You saved $20.")
+    ok, reason = check(
+        "Order #W2611340 has shipped with UPS, tracking 357962501027, Nov 12, 2026. You saved $20."
+    )
     assert not ok and "$20" in reason
 
 
 def test_a_wrong_carrier_fails() -> None:
-    ok, reason = check("Order #W2611340 has shipped with FedEx, tracking 357962501027 by Nov 12, 2026.")
+    ok, reason = check(
+        "Order #W2611340 has shipped with FedEx, tracking 357962501027 by Nov 12, 2026."
+    )
     assert not ok and "FedEx" in reason
 
 
@@ -65,8 +74,14 @@ def test_streaming_stops_at_the_first_bad_token() -> None:
 
 def test_chinese_dates_and_ids() -> None:
     facts = {"order_id": "#W2611340", "eta": "2026年11月12日", "status_text": "已发货"}
-    ok = guard_check(text="您的订单#W2611340已发货，预计2026年11月12日送达。", facts=facts,
-                     required=["#W2611340", "已发货"]).ok
+    ok = guard_check(
+        text="您的订单#W2611340已发货，预计2026年11月12日送达。",
+        facts=facts,
+        required=["#W2611340", "已发货"],
+    ).ok
     assert ok
-    assert not guard_check(text="您的订单#W2611340已发货，预计2026年11月13日送达。", facts=facts,
-                           required=["#W2611340"]).ok
+    assert not guard_check(
+        text="您的订单#W2611340已发货，预计2026年11月13日送达。",
+        facts=facts,
+        required=["#W2611340"],
+    ).ok

@@ -22,13 +22,13 @@ PROMPT = (
 
 
 @pytest.fixture(scope="module")
-def fast(model_files: None):  # type: ignore[no-untyped-def]
+def fast(model_files: None):
     backend = registry.get_backend("fast")
     backend.load()
     return backend
 
 
-def test_streams_text_and_usage(fast) -> None:  # type: ignore[no-untyped-def]
+def test_streams_text_and_usage(fast) -> None:
     chunks = list(fast.stream(GenerationRequest(prompt=PROMPT, max_tokens=24, stop=("\n",))))
     text = "".join(c.text for c in chunks)
     assert len(chunks) > 2 and text.strip()
@@ -36,7 +36,7 @@ def test_streams_text_and_usage(fast) -> None:  # type: ignore[no-untyped-def]
     assert fast.model_version == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 
 
-def test_closing_the_stream_cancels_generation(fast) -> None:  # type: ignore[no-untyped-def]
+def test_closing_the_stream_cancels_generation(fast) -> None:
     request = GenerationRequest(prompt="Count: 1, 2, 3,", max_tokens=400)
     started = time.perf_counter()
     gen = fast.stream(request)
@@ -50,14 +50,23 @@ def test_closing_the_stream_cancels_generation(fast) -> None:  # type: ignore[no
     assert time.perf_counter() - started < 6
 
 
-def test_concurrent_requests_are_safe(fast) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_requests_are_safe(fast) -> None:
     results: dict[int, str] = {}
     errors: list[BaseException] = []
 
     def run(i: int) -> None:
         try:
-            text = "".join(c.text for c in fast.stream(GenerationRequest(
-                prompt=PROMPT.replace("7654321", f"765432{i}"), max_tokens=16, stop=("\n",), seed=1)))
+            text = "".join(
+                c.text
+                for c in fast.stream(
+                    GenerationRequest(
+                        prompt=PROMPT.replace("7654321", f"765432{i}"),
+                        max_tokens=16,
+                        stop=("\n",),
+                        seed=1,
+                    )
+                )
+            )
             results[i] = text
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
@@ -70,12 +79,12 @@ def test_concurrent_requests_are_safe(fast) -> None:  # type: ignore[no-untyped-
     assert not errors and len(results) == 4 and all(r.strip() for r in results.values())
 
 
-def test_count_tokens_uses_the_model_tokenizer(fast) -> None:  # type: ignore[no-untyped-def]
+def test_count_tokens_uses_the_model_tokenizer(fast) -> None:
     short, longer = fast.count_tokens("hello"), fast.count_tokens("hello " * 50)
     assert 1 <= short <= 3 and 45 <= longer <= 60
 
 
-async def test_astream_does_not_block_the_event_loop(fast) -> None:  # type: ignore[no-untyped-def]
+async def test_astream_does_not_block_the_event_loop(fast) -> None:
     ticks = 0
     stop = asyncio.Event()
 
@@ -94,26 +103,28 @@ async def test_astream_does_not_block_the_event_loop(fast) -> None:  # type: ign
     assert ticks >= 5
 
 
-def test_chat_request_to_a_base_model_is_refused(fast) -> None:  # type: ignore[no-untyped-def]
+def test_chat_request_to_a_base_model_is_refused(fast) -> None:
     from inference.base import ChatMessage
 
     with pytest.raises(InferenceError):
         list(fast.stream(GenerationRequest(messages=(ChatMessage("user", "hi"),))))
 
 
-def test_warmup_reports_ready(fast, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_warmup_reports_ready(fast, monkeypatch) -> None:
     fresh = Readiness()
     monkeypatch.setattr("inference.warmup.READINESS", fresh)
     state = warmup_run(roles=["fast"], requests=2)
     assert state.ready.is_set() and state.requests == 2 and state.roles == ["fast"]
 
 
-def test_warmup_failure_is_reported_not_ready(monkeypatch, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_warmup_failure_is_reported_not_ready(monkeypatch, settings, tmp_path) -> None:
     fresh = Readiness()
     monkeypatch.setattr("inference.warmup.READINESS", fresh)
     settings.INFERENCE_BACKENDS = {
-        "fast": {"BACKEND": "inference.backends.llamacpp.LlamaCppBackend",
-                 "CONFIG": {"model": "", "path": str(tmp_path / "missing.gguf"), "sha256": "ab"}}
+        "fast": {
+            "BACKEND": "inference.backends.llamacpp.LlamaCppBackend",
+            "CONFIG": {"model": "", "path": str(tmp_path / "missing.gguf"), "sha256": "ab"},
+        }
     }
     state = warmup_run(roles=["fast"], requests=1)
     assert not state.ready.is_set() and "does not exist" in state.error

@@ -19,6 +19,10 @@ class Command(BaseCommand):
         from routing.seed import intents_seed
         from routing.seed_templates import templates_seed
 
-        for name, func in (("shop", shop_seed), ("intents", intents_seed), ("templates", templates_seed)):
+        for name, func in (
+            ("shop", shop_seed),
+            ("intents", intents_seed),
+            ("templates", templates_seed),
+        ):
             counts = func()
             self.stdout.write(f"seeded {name}: {counts}")

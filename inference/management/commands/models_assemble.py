@@ -23,7 +23,9 @@ class Command(BaseCommand):
                 continue
             try:
                 path = model_assemble(
-                    entry=entry, model_dir=settings.TIERDESK_MODEL_DIR, overwrite=options["overwrite"]
+                    entry=entry,
+                    model_dir=settings.TIERDESK_MODEL_DIR,
+                    overwrite=options["overwrite"],
                 )
             except ModelFileError as exc:
                 raise CommandError(str(exc)) from exc

@@ -1,0 +1,89 @@
+"""Read-mostly admin for the demo shop.
+
+Support admins look orders up (by order id, email or customer id) while reading a
+conversation. Changes to orders go through the services (cancel, change address) so
+that refunds are recorded; the admin therefore only lets them correct delivery
+facts, and never add or delete shop records.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from . import models
+
+
+class _NoAddDelete:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class OrderInline(admin.TabularInline):
+    model = models.Order
+    fields = ("order_id", "status", "placed_on", "estimated_delivery", "carrier")
+    readonly_fields = fields
+    extra = 0
+    show_change_link = True
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(models.Customer)
+class CustomerAdmin(_NoAddDelete, admin.ModelAdmin):
+    list_display = ("customer_id", "first_name", "last_name", "email", "zip", "vip")
+    list_filter = ("vip",)
+    search_fields = ("customer_id", "email", "first_name", "last_name", "zip")
+    readonly_fields = (
+        "customer_id",
+        "first_name",
+        "last_name",
+        "email",
+        "zip",
+        "address",
+        "payment_methods",
+    )
+    inlines = [OrderInline]
+
+
+@admin.register(models.Order)
+class OrderAdmin(_NoAddDelete, admin.ModelAdmin):
+    list_display = ("order_id", "customer", "status", "placed_on", "estimated_delivery", "carrier")
+    list_filter = ("status", "carrier")
+    list_select_related = ("customer",)
+    # icontains on order_id: "W2611340" finds "#W2611340".
+    search_fields = ("order_id", "customer__email", "customer__customer_id")
+    date_hierarchy = "placed_on"
+    readonly_fields = (
+        "order_id",
+        "customer",
+        "status",
+        "address",
+        "items",
+        "fulfillments",
+        "payment_history",
+        "placed_on",
+        "cancel_reason",
+        "updated_at",
+    )
+
+
+@admin.register(models.Product)
+class ProductAdmin(_NoAddDelete, admin.ModelAdmin):
+    list_display = ("name", "product_id")
+    search_fields = ("name", "product_id")
+    readonly_fields = ("product_id", "name", "variants")
+
+
+@admin.register(models.ShippingOption)
+class ShippingOptionAdmin(admin.ModelAdmin):
+    # Shipping prices are the shop's to set: fully editable.
+    list_display = ("name", "price", "days_min", "days_max", "free_over", "position")
+    list_editable = ("price", "days_min", "days_max", "free_over", "position")

@@ -1,0 +1,29 @@
+"""The reference order API, mounted at /shop-api/ (docs/order-api.md)."""
+
+from django.urls import path
+
+from . import api
+
+app_name = "orders"
+
+urlpatterns = [
+    path("customers", api.customers, name="customers"),
+    path("customers/<str:customer_id>", api.customer_detail, name="customer"),
+    path("customers/<str:customer_id>/orders", api.customer_orders, name="customer-orders"),
+    path(
+        "customers/<str:customer_id>/orders/<str:order_id>",
+        api.customer_order,
+        name="customer-order",
+    ),
+    path(
+        "customers/<str:customer_id>/orders/<str:order_id>/cancel",
+        api.order_cancel,
+        name="order-cancel",
+    ),
+    path(
+        "customers/<str:customer_id>/orders/<str:order_id>/address",
+        api.order_address,
+        name="order-address",
+    ),
+    path("shipping-options", api.shipping_options, name="shipping-options"),
+]

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from chatbot.orders import models
+from chatbot.orders.seed import (
+    CARRIERS,
+    DEMO_REFERENCE_DATE,
+    VIP_MIN_ORDERS,
+    default_data_dir,
+    order_derived_fields,
+    shop_seed,
+)
+
+from .conftest import JAMES, JAMES_PROCESSED, MOHAMED_PENDING
+
+
+@pytest.mark.django_db
+def test_seed_loads_everything_once_keeps_demo_changes_and_derives() -> None:
+    assert shop_seed() == {"customers": 500, "orders": 1000, "products": 50, "shipping_options": 2}
+    models.Order.objects.filter(order_id=MOHAMED_PENDING).update(status="cancelled")
+
+    assert shop_seed() == {"customers": 0, "orders": 0, "products": 0, "shipping_options": 0}
+
+    assert models.Customer.objects.count() == 500
+    assert models.Order.objects.count() == 1000
+    # A re-run inserts what is missing; it does not undo what happened in the demo.
+    assert models.Order.objects.get(order_id=MOHAMED_PENDING).status == "cancelled"
+
+    # The source records are kept as they are; dates, carriers and VIP are derived.
+    users = json.loads((default_data_dir() / "users.json").read_text())
+    order = models.Order.objects.select_related("customer").get(order_id=JAMES_PROCESSED)
+    assert order.customer.customer_id == JAMES
+    assert [i["item_id"] for i in order.items] == ["6469567736", "8426249116"]
+    assert order.fulfillments[0]["tracking_id"] == ["357962501027"]
+    assert order.carrier in CARRIERS
+
+    vips = set(models.Customer.objects.filter(vip=True).values_list("customer_id", flat=True))
+    expected = {cid for cid, u in users.items() if len(u["orders"]) >= VIP_MIN_ORDERS}
+    assert vips == expected
+    assert 0 < len(vips) < 100
+
+
+def test_derived_fields_are_deterministic_and_in_documented_ranges() -> None:
+    seen_carriers = set()
+    seen_days = set()
+    for n in range(400):
+        order_id = f"#W{1000000 + n * 7919}"
+        fields = order_derived_fields(order_id=order_id, status="delivered", has_tracking=True)
+        assert fields == order_derived_fields(
+            order_id=order_id, status="delivered", has_tracking=True
+        )
+        placed = fields["placed_on"]
+        assert DEMO_REFERENCE_DATE - timedelta(days=60) <= placed < DEMO_REFERENCE_DATE
+        delivery_days = (fields["estimated_delivery"] - placed).days
+        assert 3 <= delivery_days <= 7
+        seen_days.add(delivery_days)
+        seen_carriers.add(fields["carrier"])
+    assert seen_carriers == set(CARRIERS)
+    assert seen_days == {3, 4, 5, 6, 7}
+
+    pending = order_derived_fields(order_id="#W1234567", status="pending", has_tracking=False)
+    assert pending["carrier"] == ""
+    assert pending["estimated_delivery"] is not None
+    cancelled = order_derived_fields(order_id="#W1234567", status="cancelled", has_tracking=True)
+    assert cancelled["estimated_delivery"] is None
+    assert cancelled["placed_on"] == pending["placed_on"]
