@@ -125,12 +125,21 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except ShopperTokenError as exc:
             await self.send_json({"type": "error", "code": "bad_token", "message": str(exc)})
             return
-        await database_sync_to_async(services.conversation_identify)(
+        bound = await database_sync_to_async(services.conversation_identify)(
             conversation_id=self.conversation_id,
             customer_id=claims.customer_id,
             vip=claims.vip,
             method="token",
         )
+        if not bound:
+            await self.send_json(
+                {
+                    "type": "error",
+                    "code": "identity_conflict",
+                    "message": "This conversation belongs to another shopper; start a new one.",
+                }
+            )
+            return
         await self.send_json({"type": "identified", "ok": True})
 
     async def _run_turns(self) -> None:

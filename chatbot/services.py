@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from .dialogue import Dialogue, ReplyPlan, TurnContext, language_of
@@ -38,10 +39,15 @@ def conversation_open(
 
 def conversation_identify(
     *, conversation_id: int, customer_id: str, vip: bool, method: str
-) -> None:
-    Conversation.objects.filter(pk=conversation_id).update(
-        customer_id=customer_id, vip=vip, identity=method, updated_at=timezone.now()
+) -> bool:
+    """Bind the conversation to a shopper. A conversation already bound to another
+    shopper is never moved: its history holds that shopper's order data."""
+    updated = (
+        Conversation.objects.filter(pk=conversation_id)
+        .filter(Q(customer_id="") | Q(customer_id=customer_id))
+        .update(customer_id=customer_id, vip=vip, identity=method, updated_at=timezone.now())
     )
+    return updated == 1
 
 
 def conversation_sweep_interrupted(*, older_than_s: float | None = None) -> int:

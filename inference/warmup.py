@@ -56,6 +56,12 @@ def warmup_run(*, roles: list[str] | None = None, requests: int | None = None) -
     count = settings.TIERDESK_WARMUP_REQUESTS if requests is None else requests
     done: set[str] = set()
     try:
+        if roles is None:
+            # The router's classifier trains from the database on first use; do it now
+            # rather than inside the first shopper's turn.
+            from routing.router import router_snapshot_get
+
+            router_snapshot_get()
         for role in roles if roles is not None else settings.TIERDESK_WARM_ROLES:
             real = resolve_role(role)
             if real in done:

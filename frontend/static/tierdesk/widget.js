@@ -1,0 +1,706 @@
+/*
+ * Tierdesk chat widget: <tierdesk-chat>, a dependency-free custom element.
+ *
+ * Embed:  <script src="/static/tierdesk/widget.js" defer></script>
+ *         <tierdesk-chat token="..." lang="en"></tierdesk-chat>
+ *
+ * Client side of docs/protocol.md. docs/widget.md lists the attributes, what is kept
+ * in localStorage and the accessibility notes. Test hooks: the host's data-state
+ * (idle|connecting|open|reconnecting), data-tier/data-status/data-chunks on bot bubbles.
+ *
+ * The file is plain ASCII (other text as \u escapes) so it works whatever charset a
+ * shop serves it with.
+ */
+(() => {
+  "use strict";
+  if (customElements.get("tierdesk-chat")) return;
+
+  // widget.css sits beside this file; resolved now, while currentScript is set.
+  const SCRIPT_SRC = (document.currentScript && document.currentScript.src) || "";
+  const CSS_URL = SCRIPT_SRC ? new URL("widget.css", SCRIPT_SRC).href : "";
+
+  const STRINGS = {
+    en: {
+      title: "Customer service",
+      open: "Open chat",
+      close: "Close chat",
+      input: "Your message",
+      placeholder: "Ask about an order, delivery, returns\u2026",
+      send: "Send",
+      log: "Conversation",
+      connecting: "Connecting\u2026",
+      reconnecting: "Reconnecting\u2026",
+      cutOff: "reply was cut off",
+      failed: "reply failed",
+      notSent: "sending\u2026",
+      retryIn: (s) => `Try again in ${s} s.`,
+      yes: "Yes",
+      no: "No",
+      tiers: { L1: "fast", L2: "knowledge", L3: "expert", clarify: "clarifying" },
+      tip: (f) =>
+        [
+          f.intent && `intent: ${f.intent}`,
+          f.model && `model: ${f.model}`,
+          f.first_chunk_ms != null && `first chunk: ${Math.round(f.first_chunk_ms)} ms`,
+          f.fallback && `fallback: ${f.fallback.reason || "yes"}`,
+        ]
+          .filter(Boolean)
+          .join(" \u00b7 "),
+      greeting: "Hi! Ask me about your orders, delivery, returns or our products.",
+    },
+    zh: {
+      title: "\u5728\u7ebf\u5ba2\u670d",
+      open: "\u6253\u5f00\u804a\u5929",
+      close: "\u5173\u95ed\u804a\u5929",
+      input: "\u8f93\u5165\u6d88\u606f",
+      placeholder: "\u54a8\u8be2\u8ba2\u5355\u3001\u914d\u9001\u3001\u9000\u8d27\u2026\u2026",
+      send: "\u53d1\u9001",
+      log: "\u5bf9\u8bdd\u8bb0\u5f55",
+      connecting: "\u6b63\u5728\u8fde\u63a5\u2026",
+      reconnecting: "\u6b63\u5728\u91cd\u65b0\u8fde\u63a5\u2026",
+      cutOff: "\u56de\u590d\u88ab\u4e2d\u65ad",
+      failed: "\u56de\u590d\u5931\u8d25",
+      notSent: "\u53d1\u9001\u4e2d\u2026",
+      retryIn: (s) => `\u8bf7 ${s} \u79d2\u540e\u518d\u8bd5\u3002`,
+      yes: "\u786e\u8ba4",
+      no: "\u4e0d\u7528", // "no need"; the word for "cancel" would read as a new request
+      tiers: { L1: "\u5feb\u901f", L2: "\u77e5\u8bc6\u5e93", L3: "\u4e13\u5bb6", clarify: "\u6f84\u6e05" },
+      tip: (f) =>
+        [
+          f.intent && `\u610f\u56fe: ${f.intent}`,
+          f.model && `\u6a21\u578b: ${f.model}`,
+          f.first_chunk_ms != null && `\u9996\u5757: ${Math.round(f.first_chunk_ms)} ms`,
+          f.fallback && `\u964d\u7ea7: ${f.fallback.reason || "\u662f"}`,
+        ]
+          .filter(Boolean)
+          .join(" \u00b7 "),
+      greeting: "\u60a8\u597d\uff01\u53ef\u4ee5\u95ee\u6211\u8ba2\u5355\u3001\u914d\u9001\u3001\u9000\u8d27\u6216\u5546\u54c1\u76f8\u5173\u7684\u95ee\u9898\u3002",
+    },
+  };
+
+  const BACKOFF_BASE_MS = 500;
+  const BACKOFF_MAX_MS = 15000;
+  const PING_EVERY_MS = 25000;
+  const PONG_TIMEOUT_MS = 10000;
+
+  const el = (tag, attrs = {}, text) => {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+    if (text != null) node.textContent = text;
+    return node;
+  };
+
+  const newId = () =>
+    crypto.randomUUID
+      ? crypto.randomUUID()
+      : // randomUUID needs a secure context; plain-http shops still get a unique id.
+        Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) =>
+          b.toString(16).padStart(2, "0"),
+        ).join("");
+
+  const store = {
+    get(key) {
+      try {
+        return localStorage.getItem(key);
+      } catch {
+        return null; // storage blocked (privacy mode): start a new conversation
+      }
+    },
+    set(key, value) {
+      try {
+        localStorage.setItem(key, value);
+      } catch {
+        /* storage blocked: the conversation lasts as long as the page */
+      }
+    },
+  };
+
+  class TierdeskChat extends HTMLElement {
+    static get observedAttributes() {
+      return ["lang", "token", "endpoint"];
+    }
+
+    constructor() {
+      super();
+      this._ws = null;
+      this._state = "idle";
+      this._attempt = 0;
+      this._retryTimer = null;
+      this._pingTimer = null;
+      this._pongTimer = null;
+      this._helloSeen = false; // on the current socket
+      this._pending = new Map(); // client id -> {text, node}: sent, not acked yet
+      this._ops = []; // render queue, drained on the pacing timer
+      this._pumpTimer = null;
+      this._bot = null; // bot bubble being written
+      this._pacingMs = 50;
+      this._limits = { max_message_chars: 2000 };
+      this._blockedUntil = 0;
+      this._built = false;
+    }
+
+    // --- lifecycle ------------------------------------------------------------------
+
+    connectedCallback() {
+      if (!this._built) this._build();
+      this._setState(this._ws ? this._state : "idle");
+      this._onOnline = () => this._ws || this._state === "idle" || this._reconnectNow();
+      window.addEventListener("online", this._onOnline);
+      let wasOpen = false;
+      try {
+        wasOpen = sessionStorage.getItem(this._key("open")) === "1";
+      } catch {
+        /* no storage */
+      }
+      if (this.hasAttribute("open") || wasOpen) this.open({ focus: false });
+    }
+
+    disconnectedCallback() {
+      window.removeEventListener("online", this._onOnline);
+      this._teardown();
+      clearTimeout(this._pumpTimer);
+      this._pumpTimer = null;
+    }
+
+    attributeChangedCallback(name, oldValue, value) {
+      if (!this._built || oldValue === value) return;
+      if (name === "lang") this._label();
+      else if (name === "token" && value && this._helloSeen) this._send({ type: "identify", token: value });
+      else if (name === "endpoint" && this._ws) this._reconnectNow();
+    }
+
+    // --- public API -------------------------------------------------------------------
+
+    open({ focus = true } = {}) {
+      this._panel.hidden = false;
+      this._launcher.setAttribute("aria-expanded", "true");
+      this._launcher.classList.remove("unread");
+      this.setAttribute("data-open", "");
+      this._remember("1");
+      if (!this._ws && this._state === "idle") this._connect();
+      this._scrollToEnd(true);
+      if (focus) this._input.focus();
+    }
+
+    close() {
+      this._panel.hidden = true;
+      this._launcher.setAttribute("aria-expanded", "false");
+      this.removeAttribute("data-open");
+      this._remember("0");
+      this._launcher.focus();
+    }
+
+    get isOpen() {
+      return !this._panel.hidden;
+    }
+
+    // --- DOM --------------------------------------------------------------------------
+
+    get _t() {
+      const lang = (this.getAttribute("lang") || document.documentElement.lang || "en").toLowerCase();
+      return lang.startsWith("zh") ? STRINGS.zh : STRINGS.en;
+    }
+
+    _build() {
+      this._built = true;
+      const root = this.attachShadow({ mode: "open" });
+      if (CSS_URL) root.append(el("link", { rel: "stylesheet", href: CSS_URL }));
+      const uid = `td-${Math.random().toString(36).slice(2, 8)}`;
+
+      this._launcher = el("button", {
+        type: "button",
+        class: "launcher",
+        part: "launcher",
+        "aria-expanded": "false",
+        "aria-controls": `${uid}-panel`,
+      });
+      this._launcher.innerHTML =
+        '<svg viewBox="0 0 24 24" width="26" height="26" aria-hidden="true" focusable="false">' +
+        '<path fill="currentColor" d="M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2z"/></svg>';
+
+      this._panel = el("section", {
+        class: "panel",
+        part: "panel",
+        id: `${uid}-panel`,
+        role: "dialog",
+        "aria-modal": "false",
+        "aria-labelledby": `${uid}-title`,
+      });
+      this._panel.hidden = true;
+
+      const header = el("header", { class: "header" });
+      this._title = el("h2", { id: `${uid}-title`, class: "title" });
+      this._closeBtn = el("button", { type: "button", class: "close" }, "\u00d7");
+      header.append(this._title, this._closeBtn);
+
+      this._status = el("div", { class: "status", role: "status" });
+      this._log = el("div", {
+        class: "log",
+        role: "log",
+        "aria-live": "polite",
+        "aria-relevant": "additions",
+        tabindex: "0",
+      });
+      this._greeting = el("p", { class: "msg bot greeting" });
+
+      const form = el("form", { class: "composer" });
+      this._inputLabel = el("label", { for: `${uid}-input`, class: "sr-only" });
+      this._input = el("textarea", { id: `${uid}-input`, rows: "1", autocomplete: "off" });
+      this._sendBtn = el("button", { type: "submit", class: "send" });
+      this._sendBtn.innerHTML =
+        '<svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" focusable="false">' +
+        '<path fill="currentColor" d="M3 20.5 21 12 3 3.5v6.6l12 1.9-12 1.9z"/></svg>';
+      form.append(this._inputLabel, this._input, this._sendBtn);
+
+      this._panel.append(header, this._status, this._log, form);
+      root.append(this._panel, this._launcher);
+      this._label();
+      this._renderLog([]);
+
+      this._launcher.addEventListener("click", () => (this.isOpen ? this.close() : this.open()));
+      this._closeBtn.addEventListener("click", () => this.close());
+      this._panel.addEventListener("keydown", (e) => {
+        if (e.key === "Escape") {
+          e.stopPropagation();
+          this.close();
+        }
+      });
+      form.addEventListener("submit", (e) => {
+        e.preventDefault();
+        this._submit();
+      });
+      this._input.addEventListener("keydown", (e) => {
+        // Enter sends, Shift+Enter is a newline; never send mid IME composition.
+        if (e.key === "Enter" && !e.shiftKey && !e.isComposing && e.keyCode !== 229) {
+          e.preventDefault();
+          this._submit();
+        }
+      });
+      this._input.addEventListener("input", () => this._autosize());
+    }
+
+    _label() {
+      const t = this._t;
+      this._title.textContent = t.title;
+      this._launcher.setAttribute("aria-label", t.open);
+      this._launcher.title = t.open;
+      this._closeBtn.setAttribute("aria-label", t.close);
+      this._closeBtn.title = t.close;
+      this._inputLabel.textContent = t.input;
+      this._input.placeholder = t.placeholder;
+      this._sendBtn.setAttribute("aria-label", t.send);
+      this._sendBtn.title = t.send;
+      this._log.setAttribute("aria-label", t.log);
+      this._greeting.textContent = t.greeting;
+      this._showStatus();
+    }
+
+    _autosize() {
+      this._input.style.height = "auto";
+      this._input.style.height = `${Math.min(this._input.scrollHeight, 140)}px`;
+    }
+
+    _nearEnd() {
+      const l = this._log;
+      return l.scrollHeight - l.scrollTop - l.clientHeight < 48;
+    }
+
+    _scrollToEnd(force) {
+      if (force || this._stick) this._log.scrollTop = this._log.scrollHeight;
+    }
+
+    _append(node) {
+      this._stick = this._nearEnd();
+      this._log.append(node);
+      this._scrollToEnd();
+      return node;
+    }
+
+    _userBubble(text, attrs = {}) {
+      return el("p", { class: "msg user", ...attrs }, text);
+    }
+
+    _botBubble(attrs = {}) {
+      const node = el("div", { class: "msg bot", ...attrs });
+      node.append(el("span", { class: "text" }));
+      return node;
+    }
+
+    _note(bubble, text, cls = "note") {
+      bubble.querySelector(`.${cls}`)?.remove();
+      bubble.append(el("span", { class: cls }, text));
+    }
+
+    _badge(bubble, f) {
+      const t = this._t;
+      if (!f.tier) return;
+      bubble.setAttribute("data-tier", f.tier);
+      const label = t.tiers[f.tier] ? `${f.tier} \u00b7 ${t.tiers[f.tier]}` : f.tier;
+      const badge = el("span", { class: "badge", title: t.tip(f) }, label);
+      bubble.append(badge);
+    }
+
+    _system(text, cls = "") {
+      return this._append(el("p", { class: `system ${cls}`.trim() }, text));
+    }
+
+    // The conversation as stored: rebuilt from every hello (docs/protocol.md, history).
+    _renderLog(history) {
+      this._log.replaceChildren(this._greeting);
+      for (const m of history) {
+        if (m.role === "user") {
+          this._log.append(this._userBubble(m.text, { "data-message-id": String(m.message_id), "data-status": "sent" }));
+          continue;
+        }
+        const b = this._botBubble({ "data-message-id": String(m.message_id), "data-status": m.status || "complete" });
+        b.querySelector(".text").textContent = m.text || "";
+        if (m.status === "incomplete" || m.status === "streaming") this._note(b, this._t.cutOff);
+        else if (m.status === "error") this._note(b, this._t.failed);
+        this._badge(b, m);
+        this._log.append(b);
+      }
+      // Messages not acked yet follow the stored ones; they are re-sent after hello.
+      for (const p of this._pending.values()) this._log.append(p.node);
+      this._stick = true;
+      this._scrollToEnd(true);
+    }
+
+    // --- connection ---------------------------------------------------------------------
+
+    _endpoint() {
+      const attr = this.getAttribute("endpoint");
+      if (attr) return new URL(attr, location.href).href.replace(/^http/, "ws");
+      return `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/chat/`;
+    }
+
+    // One conversation per endpoint and per shopper: a shared computer never resumes
+    // another shopper's conversation when the shop sets `shopper`.
+    _key(what) {
+      return `tierdesk:${what}:${this._endpoint()}:${this.getAttribute("shopper") || ""}`;
+    }
+
+    _remember(open) {
+      try {
+        sessionStorage.setItem(this._key("open"), open);
+      } catch {
+        /* no storage */
+      }
+    }
+
+    _setState(state) {
+      this._state = state;
+      this.setAttribute("data-state", state);
+      this._showStatus();
+      this.dispatchEvent(new CustomEvent("tierdesk:state", { detail: { state } }));
+    }
+
+    _showStatus() {
+      const t = this._t;
+      const text =
+        this._state === "connecting" ? t.connecting : this._state === "reconnecting" ? t.reconnecting : "";
+      this._status.textContent = text;
+      this._status.hidden = !text;
+    }
+
+    _connect() {
+      clearTimeout(this._retryTimer);
+      this._retryTimer = null;
+      let url = this._endpoint();
+      const session = store.get(this._key("session"));
+      if (session) url += `${url.includes("?") ? "&" : "?"}session=${encodeURIComponent(session)}`;
+      if (this._state !== "reconnecting") this._setState("connecting");
+      this._helloSeen = false;
+      let ws;
+      try {
+        ws = new WebSocket(url);
+      } catch {
+        this._scheduleReconnect();
+        return;
+      }
+      this._ws = ws;
+      ws.onmessage = (ev) => {
+        if (ws !== this._ws || typeof ev.data !== "string") return;
+        let frame;
+        try {
+          frame = JSON.parse(ev.data);
+        } catch {
+          return;
+        }
+        if (frame && typeof frame === "object") this._onFrame(frame);
+      };
+      ws.onclose = () => {
+        if (ws !== this._ws) return;
+        this._ws = null;
+        this._stopPing();
+        this._scheduleReconnect();
+      };
+      ws.onerror = () => {
+        /* onclose follows and reconnects */
+      };
+    }
+
+    _teardown() {
+      clearTimeout(this._retryTimer);
+      this._retryTimer = null;
+      this._stopPing();
+      const ws = this._ws;
+      this._ws = null;
+      if (ws) ws.close(1000);
+      this._setState("idle");
+    }
+
+    _reconnectNow() {
+      const ws = this._ws;
+      this._ws = null;
+      this._stopPing();
+      if (ws) ws.close(1000);
+      this._attempt = 0;
+      this._setState("reconnecting");
+      this._connect();
+    }
+
+    _scheduleReconnect() {
+      // Exponential backoff with full jitter, so a restarted server is not stampeded.
+      const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** this._attempt);
+      const delay = cap / 2 + Math.random() * (cap / 2);
+      this._attempt += 1;
+      this._setState("reconnecting");
+      clearTimeout(this._retryTimer);
+      this._retryTimer = setTimeout(() => this._connect(), delay);
+    }
+
+    _startPing() {
+      this._stopPing();
+      this._pingTimer = setInterval(() => {
+        if (!this._send({ type: "ping", ts: Date.now() })) return;
+        clearTimeout(this._pongTimer);
+        // A socket that stops answering (sleeping laptop, dead proxy) is replaced.
+        this._pongTimer = setTimeout(() => this._reconnectNow(), PONG_TIMEOUT_MS);
+      }, PING_EVERY_MS);
+    }
+
+    _stopPing() {
+      clearInterval(this._pingTimer);
+      clearTimeout(this._pongTimer);
+      this._pingTimer = this._pongTimer = null;
+    }
+
+    _send(frame) {
+      const ws = this._ws;
+      if (!ws || ws.readyState !== WebSocket.OPEN) return false;
+      ws.send(JSON.stringify(frame));
+      return true;
+    }
+
+    // --- frames ---------------------------------------------------------------------------
+
+    _onFrame(f) {
+      switch (f.type) {
+        case "hello":
+          return this._onHello(f);
+        case "ack":
+          return this._onAck(f);
+        case "chunk":
+        case "replace":
+        case "done":
+        case "error":
+          return this._enqueue(f);
+        case "identified":
+          this.toggleAttribute("data-identified", !!f.ok);
+          return;
+        case "pong":
+          clearTimeout(this._pongTimer);
+          return;
+        default:
+          return; // newer server, older widget: ignore what we don't know
+      }
+    }
+
+    _onHello(f) {
+      this._helloSeen = true;
+      this._attempt = 0;
+      if (f.session) store.set(this._key("session"), f.session);
+      if (f.limits) this._limits = { ...this._limits, ...f.limits };
+      this._input.maxLength = this._limits.max_message_chars || 2000;
+      const attr = this.getAttribute("pacing");
+      const fromAttr = attr == null || attr === "" ? NaN : Number(attr);
+      this._pacingMs = Number.isFinite(fromAttr) ? fromAttr : Number(f.pacing_ms) || 0;
+      this.toggleAttribute("data-identified", !!f.identified);
+      if (f.conversation) this.setAttribute("data-conversation", f.conversation);
+      // What was shown from an earlier socket is replaced by what the server stored.
+      this._ops = [];
+      clearTimeout(this._pumpTimer);
+      this._pumpTimer = null;
+      this._bot = null;
+      this._log.removeAttribute("aria-busy");
+      this._renderLog(Array.isArray(f.history) ? f.history : []);
+      this._setState("open");
+      const token = this.getAttribute("token");
+      if (token) this._send({ type: "identify", token });
+      for (const [id, p] of this._pending) this._send({ type: "message", id, text: p.text });
+      this._startPing();
+    }
+
+    _onAck(f) {
+      const p = this._pending.get(f.id);
+      if (!p) return;
+      this._pending.delete(f.id);
+      const mid = String(f.message_id ?? "");
+      // A re-sent message the server already had is in the history we just drew.
+      if (f.duplicate && mid && this._log.querySelector(`[data-message-id="${CSS.escape(mid)}"]`)) {
+        p.node.remove();
+        return;
+      }
+      p.node.setAttribute("data-status", "sent");
+      if (mid) p.node.setAttribute("data-message-id", mid);
+      p.node.querySelector(".note")?.remove();
+      if (!f.duplicate) this._enqueue({ type: "waiting" });
+    }
+
+    _submit() {
+      const text = this._input.value.trim();
+      if (!text) return;
+      const max = this._limits.max_message_chars || 2000;
+      if (text.length > max) return; // maxlength already stops typing past it
+      const wait = Math.ceil((this._blockedUntil - Date.now()) / 1000);
+      if (wait > 0) {
+        // Rate limited: keep the draft and say when it can go.
+        this._system(this._t.retryIn(wait), "error").setAttribute("data-code", "rate_limited");
+        return;
+      }
+      const id = newId();
+      const node = this._userBubble(text, { "data-client-id": id, "data-status": "pending" });
+      this._pending.set(id, { text, node });
+      this._append(node);
+      this._stick = true;
+      this._scrollToEnd(true);
+      this._input.value = "";
+      this._autosize();
+      this._clearActions();
+      if (!this._helloSeen || !this._send({ type: "message", id, text })) {
+        this._note(node, this._t.notSent);
+        if (!this._ws && this._state === "idle") this._connect();
+      }
+    }
+
+    // --- streaming render queue ------------------------------------------------------------
+
+    _enqueue(op) {
+      if (op.type === "replace") {
+        // Chunks of this reply not shown yet are superseded by the whole text.
+        let i = this._ops.length;
+        while (i > 0 && this._ops[i - 1].type !== "done") i -= 1;
+        this._ops = this._ops.slice(0, i).concat(this._ops.slice(i).filter((o) => o.type !== "chunk"));
+      }
+      this._ops.push(op);
+      this._pump();
+    }
+
+    _pump() {
+      if (this._pumpTimer) return;
+      while (this._ops.length) {
+        const op = this._ops.shift();
+        this._apply(op);
+        if (op.type === "chunk" && this._pacingMs > 0) {
+          // One chunk per tick gives the typing rhythm; chunk sizes are the server's.
+          this._pumpTimer = setTimeout(() => {
+            this._pumpTimer = null;
+            this._pump();
+          }, this._pacingMs);
+          return;
+        }
+      }
+    }
+
+    _ensureBot() {
+      if (!this._bot) {
+        this._bot = this._append(this._botBubble({ "data-status": "waiting", "data-chunks": "0" }));
+        this._log.setAttribute("aria-busy", "true"); // announce the reply once, when done
+      }
+      return this._bot;
+    }
+
+    _finishBot(status) {
+      const b = this._bot;
+      this._bot = null;
+      this._log.removeAttribute("aria-busy");
+      if (b) b.setAttribute("data-status", status);
+      return b;
+    }
+
+    _apply(op) {
+      const t = this._t;
+      switch (op.type) {
+        case "waiting":
+          this._ensureBot();
+          return;
+        case "chunk": {
+          const b = this._ensureBot();
+          b.setAttribute("data-status", "streaming");
+          b.setAttribute("data-chunks", String(Number(b.getAttribute("data-chunks") || 0) + 1));
+          this._stick = this._nearEnd();
+          b.querySelector(".text").append(el("span", { class: "chunk" }, String(op.text ?? "")));
+          this._scrollToEnd();
+          return;
+        }
+        case "replace": {
+          const b = this._ensureBot();
+          b.setAttribute("data-replaced", "");
+          b.querySelector(".text").replaceChildren(el("span", { class: "chunk" }, String(op.text ?? "")));
+          this._scrollToEnd();
+          return;
+        }
+        case "done": {
+          this._ensureBot();
+          const b = this._finishBot(op.status || "complete");
+          if (op.message_id != null) b.setAttribute("data-message-id", String(op.message_id));
+          this._badge(b, op);
+          if (Array.isArray(op.actions) && op.actions.includes("confirm")) this._confirmButtons();
+          if (!this.isOpen) this._launcher.classList.add("unread");
+          this._scrollToEnd();
+          this.dispatchEvent(new CustomEvent("tierdesk:reply", { detail: op }));
+          return;
+        }
+        case "error": {
+          if (this._bot) {
+            const partial = this._bot.querySelector(".text").textContent;
+            const b = this._finishBot("error");
+            if (partial) this._note(b, t.failed);
+            else b.remove();
+          }
+          let text = op.message || op.code || "Error";
+          if (op.code === "rate_limited" && op.retry_after != null) {
+            const secs = Math.max(1, Math.ceil(Number(op.retry_after)));
+            this._blockedUntil = Date.now() + secs * 1000;
+            text += ` ${t.retryIn(secs)}`;
+          }
+          const line = this._system(text, "error");
+          line.setAttribute("data-code", op.code || "");
+          return;
+        }
+        default:
+      }
+    }
+
+    _clearActions() {
+      this._log.querySelectorAll(".actions").forEach((n) => n.remove());
+    }
+
+    _confirmButtons() {
+      const t = this._t;
+      const box = el("div", { class: "actions" });
+      for (const label of [t.yes, t.no]) {
+        const btn = el("button", { type: "button" }, label);
+        btn.addEventListener("click", () => {
+          this._input.value = label;
+          this._submit();
+          this._input.focus();
+        });
+        box.append(btn);
+      }
+      this._append(box);
+    }
+  }
+
+  customElements.define("tierdesk-chat", TierdeskChat);
+})();

@@ -1,0 +1,124 @@
+"""The demo shop front: a stand-in for a shop's logged-in page with the widget embedded.
+
+It plays the shop's part of docs/identity.md: it signs a shopper token for the demo
+shopper (``?as=<customer_id>``, ``?token=none`` for an anonymous visitor) so the bot can
+answer "where is my order" for them. Everything it reads from the other apps is
+imported lazily and optional: the page renders before the demo data is seeded, and
+with any of those modules missing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SHOPPER = "james_li_5688"  # order #W2611340 is in the demo data
+CUSTOMER_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+PRODUCTS_SHOWN = 6
+
+
+@dataclass(frozen=True)
+class ShopProduct:
+    name: str
+    price_from: Decimal | None
+    variants: int
+
+
+# Shown when the shop tables are empty or not migrated yet (names and prices from the
+# demo catalogue, third_party/tau_bench_retail/products.json).
+SAMPLE_PRODUCTS = [
+    ShopProduct("T-Shirt", Decimal("46.66"), 12),
+    ShopProduct("Running Shoes", Decimal("147.05"), 5),
+    ShopProduct("Water Bottle", Decimal("45.09"), 18),
+    ShopProduct("Office Chair", Decimal("471.82"), 13),
+    ShopProduct("Backpack", Decimal("193.38"), 14),
+    ShopProduct("Desk Lamp", Decimal("135.24"), 12),
+]
+
+
+def _products() -> list[ShopProduct]:
+    try:
+        from chatbot.orders.models import Product
+
+        rows = list(Product.objects.all()[:PRODUCTS_SHOWN])
+    except (ImportError, DatabaseError) as exc:
+        logger.info("demo page: static sample products (%s)", exc)
+        return SAMPLE_PRODUCTS
+    products = []
+    for row in rows:
+        variants: dict[str, Any] = row.variants if isinstance(row.variants, dict) else {}
+        prices = [
+            Decimal(str(v["price"]))
+            for v in variants.values()
+            if isinstance(v, dict) and v.get("available", True) and "price" in v
+        ]
+        products.append(ShopProduct(row.name, min(prices) if prices else None, len(variants)))
+    return products or SAMPLE_PRODUCTS
+
+
+def _shopper(customer_id: str) -> tuple[str, list[str]]:
+    """The shopper's display name and order ids, or the bare id and [] without data."""
+    try:
+        from chatbot.orders import selectors
+
+        customer = selectors.customer_get(customer_id=customer_id)
+        if customer is None:
+            return customer_id, []
+        orders = selectors.order_list_for_customer(customer_id=customer_id)
+    except (ImportError, AttributeError, DatabaseError) as exc:
+        logger.info("demo page: no shop data for %s (%s)", customer_id, exc)
+        return customer_id, []
+    name = f"{customer.first_name} {customer.last_name}".strip() or customer_id
+    return name, [order.order_id for order in orders]
+
+
+def _token(customer_id: str, *, vip: bool) -> str | None:
+    # The page signs a token for whoever ?as= names: a demo convenience that must not
+    # run where the signing key is a real shop's, so production never issues one here.
+    if getattr(settings, "PRODUCTION", False):
+        return None
+    try:
+        from chatbot.orders.identity import shopper_token_issue
+    except ImportError:
+        return None
+    return shopper_token_issue(customer_id=customer_id, vip=vip)
+
+
+def demo_shop(request: HttpRequest) -> HttpResponse:
+    requested = request.GET.get("as", DEFAULT_SHOPPER).strip()
+    customer_id = requested if CUSTOMER_ID_RE.match(requested) else DEFAULT_SHOPPER
+    anonymous = request.GET.get("token", "").lower() == "none"
+    lang = "zh" if request.GET.get("lang", "").lower().startswith("zh") else "en"
+
+    token = None
+    display_name, order_ids = "", list[str]()
+    if not anonymous:
+        display_name, order_ids = _shopper(customer_id)
+        token = _token(customer_id, vip=request.GET.get("vip") == "1")
+
+    context = {
+        "products": _products(),
+        "anonymous": anonymous,
+        "customer_id": customer_id,
+        "display_name": display_name,
+        "order_ids": order_ids,
+        "hint_order": "#W2611340" if "#W2611340" in order_ids else (order_ids or [""])[0],
+        "token": token,
+        "lang": lang,
+        # Optional per-page override of the server's pacing (ms); digits only.
+        "pacing": request.GET.get("pacing", "") if request.GET.get("pacing", "").isdigit() else "",
+    }
+    response = render(request, "frontend/demo.html", context)
+    # The page carries a signed token: keep it out of shared caches.
+    response["Cache-Control"] = "private, no-store"
+    return response

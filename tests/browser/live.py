@@ -1,0 +1,216 @@
+"""A real Daphne server for the browser tests, on its own seeded database.
+
+The server is a subprocess (``.venv/bin/daphne -b 127.0.0.1 -p PORT``) so the browser
+talks to exactly what ships: ASGI routing, WebSocket origin checks, static files. It
+gets a database of its own (``tierdesk_browser_<pid>`` on the run's PostgreSQL, or a
+SQLite file when DATABASE_URL is not PostgreSQL), migrated and seeded with
+``seed_demo``, and dropped at the end. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+SERVER_START_TIMEOUT_S = 90
+MANAGE_TIMEOUT_S = 600
+STOP_TIMEOUT_S = 15
+WARMUP_TIMEOUT_S = 180
+SEED_COMMAND = REPO / "chatbot" / "management" / "commands" / "seed_demo.py"
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    url: str
+    database_url: str
+    log: Path
+
+
+def _bin(name: str) -> str:
+    local = REPO / ".venv" / "bin" / name
+    return str(local if local.exists() else Path(sys.executable).with_name(name))
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _is_postgres(url: str) -> bool:
+    return urlsplit(url).scheme in {"postgres", "postgresql", "pgsql"}
+
+
+def _with_db_name(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+
+
+@contextlib.contextmanager
+def _server_database(tmp: Path) -> Iterator[str]:
+    base = os.environ.get("DATABASE_URL", "")
+    if not _is_postgres(base):
+        yield f"sqlite:///{tmp / 'browser.sqlite3'}"
+        return
+    import psycopg
+    from psycopg import sql
+
+    name = f"tierdesk_browser_{os.getpid()}"
+    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+    # Connect to the run's own database just to create and drop ours (autocommit:
+    # CREATE/DROP DATABASE cannot run in a transaction).
+    with psycopg.connect(base, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(drop)
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield _with_db_name(base, name)
+    finally:
+        with psycopg.connect(base, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(drop)
+
+
+def _manage(env: dict[str, str], log: Path, *args: str) -> None:
+    with log.open("a") as out:
+        out.write(f"\n$ manage.py {' '.join(args)}\n")
+        out.flush()
+        proc = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=MANAGE_TIMEOUT_S,
+            check=False,
+        )
+    if proc.returncode != 0:
+        pytest.fail(f"manage.py {' '.join(args)} failed ({proc.returncode}):\n{_tail(log)}")
+
+
+def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"daphne exited with {proc.returncode} before answering:\n{_tail(log)}")
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.25)
+    pytest.fail(f"daphne did not answer /healthz in {SERVER_START_TIMEOUT_S}s:\n{_tail(log)}")
+
+
+def _warm_up(url: str, log: Path) -> None:
+    """Answer one order question before the tests, as a shopper would ask it.
+
+    A fresh process builds the router and loads the fast model on its first turn
+    (about 20 s on 2 cores). Paying that here keeps the browser tests' waits about the
+    widget. A failure is only logged: the tests then show what goes wrong.
+    """
+    from websockets.exceptions import WebSocketException
+    from websockets.sync.client import connect
+    from websockets.typing import Origin
+
+    frames: list[str] = []
+    started = time.monotonic()
+    try:
+        from chatbot.orders.identity import shopper_token_issue
+
+        token: str | None = shopper_token_issue(customer_id="james_li_5688")
+    except ImportError:
+        token = None
+    try:
+        ws_url = url.replace("http", "ws", 1) + "/ws/chat/"
+        with connect(ws_url, origin=Origin(url), open_timeout=15, close_timeout=5) as ws:
+            frames.append(json.loads(ws.recv(timeout=15))["type"])
+            if token:
+                ws.send(json.dumps({"type": "identify", "token": token}))
+            question = {"type": "message", "id": "warm-up", "text": "where is my order #W2611340?"}
+            ws.send(json.dumps(question))
+            deadline = started + WARMUP_TIMEOUT_S
+            while time.monotonic() < deadline:
+                frame = json.loads(ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+                frames.append(frame.get("type", "?"))
+                if frame.get("type") in {"done", "error"} and frame.get("code") != "bad_token":
+                    break
+        outcome = "ok" if frames[-1] == "done" else "no done"
+    except (WebSocketException, OSError, TimeoutError, ValueError) as exc:
+        outcome = f"{type(exc).__name__}: {exc}"
+    with log.open("a") as out:
+        out.write(
+            f"\n[browser tests] warm-up turn: {outcome} after "
+            f"{time.monotonic() - started:.1f}s, frames {frames}\n"
+        )
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    # Its own process group (start_new_session): stop Daphne and anything it started.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=STOP_TIMEOUT_S)
+
+
+@contextlib.contextmanager
+def live_server_run(tmp: Path) -> Iterator[LiveServer]:
+    """Create and seed the server's database, run Daphne, and undo both at the end."""
+    log = tmp / "server.log"
+    with _server_database(tmp) as database_url:
+        env = dict(os.environ)
+        env.update(
+            DATABASE_URL=database_url,
+            DJANGO_SETTINGS_MODULE="chatbot.settings",
+            PYTHONUNBUFFERED="1",
+        )
+        # pytest-django's per-run test database name means nothing to the server.
+        env.pop("TIERDESK_TEST_DB_NAME", None)
+        _manage(env, log, "migrate", "--noinput", "-v", "0")
+        if SEED_COMMAND.exists():
+            _manage(env, log, "seed_demo")
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        with log.open("a") as out:
+            proc = subprocess.Popen(
+                [_bin("daphne"), "-b", "127.0.0.1", "-p", str(port), "chatbot.asgi:application"],
+                cwd=REPO,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            _wait_healthy(proc, url, log)
+            _warm_up(url, log)
+            yield LiveServer(url=url, database_url=database_url, log=log)
+        finally:
+            _stop(proc)

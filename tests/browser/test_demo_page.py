@@ -1,0 +1,78 @@
+"""The demo shop page (frontend/views.py), through Django's test client: no browser."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client, override_settings
+
+from chatbot.orders.identity import shopper_token_verify
+
+TOKEN_RE = re.compile(r'<tierdesk-chat[^>]*\btoken="([^"]+)"')
+
+
+def widget_token(html: str) -> str | None:
+    match = TOKEN_RE.search(html)
+    return match.group(1) if match else None
+
+
+@pytest.mark.django_db
+def test_page_signs_the_default_demo_shopper_in(client: Client, seeded_shop: None) -> None:
+    response = client.get("/")
+    html = response.content.decode()
+
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    assert "Signed in as James Li (james_li_5688)" in html
+    assert "#W2611340" in html  # his orders are listed
+    assert '<script src="/static/tierdesk/widget.js" defer></script>' in html
+    token = widget_token(html)
+    assert token is not None
+    assert shopper_token_verify(token=token).customer_id == "james_li_5688"
+    assert 'shopper="james_li_5688"' in html
+
+
+@pytest.mark.django_db
+def test_page_can_sign_in_another_shopper(client: Client, seeded_shop: None) -> None:
+    html = client.get("/", {"as": "aarav_brown_3744"}).content.decode()
+
+    assert "(aarav_brown_3744)" in html
+    assert "#W5065081" in html and "#W2611340" not in html
+    token = widget_token(html)
+    assert token is not None
+    assert shopper_token_verify(token=token).customer_id == "aarav_brown_3744"
+
+
+@pytest.mark.django_db
+def test_page_ignores_a_malformed_shopper_id(client: Client, seeded_shop: None) -> None:
+    html = client.get("/", {"as": '"><script>alert(1)</script>'}).content.decode()
+
+    assert "<script>alert(1)" not in html
+    assert "(james_li_5688)" in html
+
+
+@pytest.mark.django_db
+def test_anonymous_visitor_gets_no_token(client: Client, seeded_shop: None) -> None:
+    html = client.get("/", {"token": "none"}).content.decode()
+
+    assert "Not signed in" in html
+    assert widget_token(html) is None
+    assert "#W2611340" not in html
+
+
+@pytest.mark.django_db
+def test_page_renders_before_the_shop_is_seeded(client: Client) -> None:
+    html = client.get("/").content.decode()
+
+    assert "T-Shirt" in html  # the static sample products
+    assert "No orders to list" in html
+    assert "Signed in as james_li_5688" in html
+
+
+@pytest.mark.django_db
+def test_production_never_signs_demo_tokens(client: Client, seeded_shop: None) -> None:
+    with override_settings(PRODUCTION=True):
+        html = client.get("/").content.decode()
+
+    assert widget_token(html) is None

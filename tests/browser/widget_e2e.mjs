@@ -1,0 +1,328 @@
+// Drives the <tierdesk-chat> widget on the demo shop page in Debian's headless Chromium
+// (playwright-core, never a downloaded browser) and prints one JSON object on stdout
+// for tests/browser/test_widget.py to assert on.
+//
+//   node tests/browser/widget_e2e.mjs --base http://127.0.0.1:PORT --scenario desktop \
+//        [--question "..."] [--screenshot out.png] [--timeout-ms 120000]
+//
+// Scenarios: desktop (ask, stream, finish, resume after reload, reconnect),
+// phone (390x844 layout), keyboard (keyboard-only use).
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+
+import { chromium } from "playwright-core";
+
+const { values: opts } = parseArgs({
+  options: {
+    base: { type: "string" },
+    scenario: { type: "string", default: "desktop" },
+    question: { type: "string", default: "where is my order #W2611340?" },
+    screenshot: { type: "string", default: "" },
+    "timeout-ms": { type: "string", default: "120000" },
+  },
+});
+if (!opts.base) throw new Error("--base is required");
+const TIMEOUT = Number(opts["timeout-ms"]);
+const HOST = "tierdesk-chat";
+
+// Records what the widget does from inside the page: state changes, and the text
+// length of the bot bubble being written at each DOM mutation (proof that the reply
+// grows chunk by chunk on screen, not in one blob).
+function pageProbe() {
+  window.__td = { states: [], growth: [], userBubbleAt: null };
+  const watch = () => {
+    const host = document.querySelector("tierdesk-chat");
+    if (!host || !host.shadowRoot) return setTimeout(watch, 20);
+    host.addEventListener("tierdesk:state", (e) => window.__td.states.push(e.detail.state));
+    new MutationObserver(() => {
+      const bots = host.shadowRoot.querySelectorAll('.msg.bot[data-status="streaming"] .text');
+      const live = bots[bots.length - 1];
+      if (live) {
+        const n = live.textContent.length;
+        const g = window.__td.growth;
+        if (g[g.length - 1] !== n) g.push(n);
+      }
+    }).observe(host.shadowRoot, { subtree: true, childList: true, characterData: true, attributes: true });
+  };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", watch);
+  else watch();
+}
+
+async function launch(viewport) {
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "tierdesk-chromium-"));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    viewport,
+    timeout: 60000,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  context.setDefaultTimeout(TIMEOUT);
+  await context.addInitScript(pageProbe);
+  const close = async () => {
+    await context.close().catch(() => {});
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+  };
+  return { context, close };
+}
+
+function watchPage(page, result) {
+  result.console_errors = [];
+  result.ws_urls = [];
+  result.frames = [];
+  page.on("pageerror", (e) => result.console_errors.push(String(e.message)));
+  page.on("console", (m) => {
+    if (m.type() === "error" && !/favicon/.test(m.text())) result.console_errors.push(m.text());
+  });
+  page.on("websocket", (ws) => {
+    result.ws_urls.push(ws.url());
+    ws.on("framereceived", ({ payload }) => {
+      try {
+        const f = JSON.parse(String(payload));
+        result.frames.push({ type: f.type, code: f.code, t: Date.now() });
+      } catch {
+        result.frames.push({ type: "unparsable" });
+      }
+    });
+  });
+}
+
+const shadow = (page, fn, arg) =>
+  page.evaluate(
+    ([src, a]) => {
+      const root = document.querySelector("tierdesk-chat").shadowRoot;
+      return new Function("root", "arg", src)(root, a);
+    },
+    [fn, arg],
+  );
+
+async function openWidget(page) {
+  await page.locator(`${HOST} .launcher`).click();
+  await page.waitForSelector(`${HOST}[data-state="open"]`);
+}
+
+async function ask(page, text) {
+  const input = page.locator(`${HOST} textarea`);
+  await input.fill(text);
+  await input.press("Enter");
+  // The shopper's bubble shows at once, before the server acks it.
+  return shadow(
+    page,
+    `const u = root.querySelectorAll(".msg.user"); const last = u[u.length - 1];
+     return last ? { text: last.textContent, status: last.dataset.status } : null;`,
+  );
+}
+
+async function waitReply(page, botsBefore) {
+  await page.waitForFunction(
+    ([sel, n]) => {
+      const root = document.querySelector(sel).shadowRoot;
+      const done = root.querySelectorAll(".msg.bot:not(.greeting)[data-tier]").length;
+      const failed = root.querySelectorAll(".system.error").length;
+      return done > n || failed > 0;
+    },
+    [HOST, botsBefore],
+    { timeout: TIMEOUT },
+  );
+  return shadow(
+    page,
+    `const b = [...root.querySelectorAll(".msg.bot:not(.greeting)")].pop();
+     const errs = [...root.querySelectorAll(".system.error")].map((n) => n.textContent);
+     return b ? { text: b.querySelector(".text").textContent, tier: b.dataset.tier || null,
+       status: b.dataset.status, chunks: Number(b.dataset.chunks || 0),
+       badge: b.querySelector(".badge")?.textContent || null,
+       tooltip: b.querySelector(".badge")?.title || null, errors: errs } : { errors: errs };`,
+  );
+}
+
+async function desktop() {
+  const result = { scenario: "desktop" };
+  const { context, close } = await launch({ width: 1280, height: 800 });
+  try {
+    const page = context.pages()[0] || (await context.newPage());
+    watchPage(page, result);
+    await page.goto(opts.base + "/", { waitUntil: "domcontentloaded" });
+    result.signed_in = (await page.locator('[data-testid="signed-in"]').innerText()).trim();
+    result.has_token = (await page.locator(HOST).getAttribute("token")) !== null;
+    await openWidget(page);
+    if (result.has_token) {
+      await page.waitForSelector(`${HOST}[data-identified]`, { timeout: 15000 }).catch(() => {});
+    }
+    result.identified = (await page.locator(HOST).getAttribute("data-identified")) !== null;
+
+    await page.evaluate(() => (window.__td.states = []));
+    const askedAt = Date.now();
+    result.user_bubble = await ask(page, opts.question);
+    result.reply = await waitReply(page, 0);
+    result.reply_ms = Date.now() - askedAt;
+    result.states_during_reply = await page.evaluate(() => window.__td.states);
+    // Protocol-level view: chunk frames that arrived before the done frame.
+    const doneAt = result.frames.findIndex((f) => f.type === "done");
+    result.chunk_frames = result.frames
+      .slice(0, doneAt < 0 ? undefined : doneAt)
+      .filter((f) => f.type === "chunk").length;
+    result.replace_frames = result.frames.filter((f) => f.type === "replace").length;
+    result.dom_growth = await page.evaluate(() => window.__td.growth);
+    result.aria_live = await shadow(page, `return root.querySelector(".log").getAttribute("aria-live");`);
+
+    if (opts.screenshot) {
+      await page.waitForTimeout(300); // let the last chunk's fade-in finish
+      fs.mkdirSync(path.dirname(path.resolve(opts.screenshot)), { recursive: true });
+      await page.screenshot({ path: opts.screenshot });
+      result.screenshot = path.resolve(opts.screenshot);
+    }
+
+    // Resume: a reload reconnects with ?session= and shows the conversation as stored.
+    result.session_key = await page.evaluate(() =>
+      Object.entries(localStorage).find(([k]) => k.startsWith("tierdesk:session:"))?.[1] || null,
+    );
+    await page.reload({ waitUntil: "domcontentloaded" });
+    await page.waitForSelector(`${HOST}[data-state="open"]`); // the panel stays open
+    result.resume_url = result.ws_urls[result.ws_urls.length - 1];
+    result.resumed_log = await shadow(
+      page,
+      `return [...root.querySelectorAll(".msg:not(.greeting)")].map((n) =>
+         ({ role: n.classList.contains("user") ? "user" : "bot",
+            text: (n.querySelector(".text") || n).textContent, tier: n.dataset.tier || null }));`,
+    );
+
+    // Reconnect: drop the socket; the widget shows "reconnecting" and comes back.
+    await page.evaluate(() => (window.__td.states = []));
+    await page.evaluate(() => document.querySelector("tierdesk-chat")._ws.close());
+    await page.waitForFunction(() => window.__td.states.includes("open"), null, { timeout: 30000 });
+    result.reconnect_states = await page.evaluate(() => window.__td.states);
+    result.status_text_seen = result.reconnect_states.includes("reconnecting");
+    result.ok = true;
+  } finally {
+    await close();
+  }
+  return result;
+}
+
+async function phone() {
+  const result = { scenario: "phone" };
+  const viewport = { width: 390, height: 844 };
+  const { context, close } = await launch(viewport);
+  try {
+    const page = context.pages()[0] || (await context.newPage());
+    watchPage(page, result);
+    await page.goto(opts.base + "/", { waitUntil: "domcontentloaded" });
+    const launcher = await page.locator(`${HOST} .launcher`).boundingBox();
+    result.launcher_in_view =
+      !!launcher && launcher.x >= 0 && launcher.y >= 0 &&
+      launcher.x + launcher.width <= viewport.width && launcher.y + launcher.height <= viewport.height;
+    await openWidget(page);
+    const box = (sel) => page.locator(`${HOST} ${sel}`).boundingBox();
+    result.viewport = viewport;
+    result.panel = await box(".panel");
+    result.input = await box("textarea");
+    result.send = await box(".send");
+    result.close = await box(".close");
+    const inside = (b) =>
+      !!b && b.x >= 0 && b.y >= 0 && b.x + b.width <= viewport.width + 0.5 &&
+      b.y + b.height <= viewport.height + 0.5;
+    result.fits = [result.panel, result.input, result.send, result.close].every(inside);
+    result.full_screen = result.panel.width >= viewport.width - 1 && result.panel.height >= viewport.height - 1;
+    result.page_scroll_width = await page.evaluate(() => document.documentElement.scrollWidth);
+    result.user_bubble = await ask(page, "hi");
+    await page.waitForTimeout(200);
+    result.ok = true;
+  } finally {
+    await close();
+  }
+  return result;
+}
+
+// The element that has focus, looking through the widget's shadow root.
+const deepFocus = (page) =>
+  page.evaluate(() => {
+    let a = document.activeElement;
+    while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+    if (!a) return null;
+    return {
+      tag: a.tagName.toLowerCase(),
+      cls: a.className || "",
+      label: a.getAttribute("aria-label") || (a.labels && a.labels[0] ? a.labels[0].textContent : ""),
+      outline: getComputedStyle(a).outlineStyle,
+      outlineWidth: getComputedStyle(a).outlineWidth,
+    };
+  });
+
+async function keyboard() {
+  const result = { scenario: "keyboard" };
+  const { context, close } = await launch({ width: 1280, height: 800 });
+  try {
+    const page = context.pages()[0] || (await context.newPage());
+    watchPage(page, result);
+    await page.goto(opts.base + "/", { waitUntil: "domcontentloaded" });
+    await page.waitForFunction(() => customElements.get("tierdesk-chat"));
+    result.tabs = 0;
+    let focus = null;
+    for (; result.tabs < 60; ) {
+      await page.keyboard.press("Tab");
+      result.tabs += 1;
+      focus = await deepFocus(page);
+      if (focus && focus.cls.includes("launcher")) break;
+    }
+    result.launcher_focus = focus;
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(`${HOST}[data-state="open"]`);
+    result.after_open_focus = await deepFocus(page);
+    await page.keyboard.type("hello, first line");
+    await page.keyboard.press("Shift+Enter");
+    await page.keyboard.type("second line");
+    result.draft = await shadow(page, `return root.querySelector("textarea").value;`);
+    await page.keyboard.press("Enter");
+    result.sent = await shadow(
+      page,
+      `const u = [...root.querySelectorAll(".msg.user")].pop();
+       return { bubble: u ? u.textContent : null, input: root.querySelector("textarea").value };`,
+    );
+    await page
+      .waitForFunction(
+        () => !document.querySelector("tierdesk-chat").shadowRoot.querySelector('.msg.user[data-status="pending"]'),
+        null,
+        { timeout: 30000 },
+      )
+      .catch(() => {});
+    result.acked = await shadow(page, `return [...root.querySelectorAll(".msg.user")].pop()?.dataset.status;`);
+    result.labels = await shadow(
+      page,
+      `const t = root.querySelector("textarea");
+       return { input: t.labels[0]?.textContent || "", send: root.querySelector(".send").getAttribute("aria-label"),
+         close: root.querySelector(".close").getAttribute("aria-label"),
+         launcher: root.querySelector(".launcher").getAttribute("aria-label"),
+         log_live: root.querySelector(".log").getAttribute("aria-live"),
+         dialog: root.querySelector(".panel").getAttribute("role") };`,
+    );
+    await page.keyboard.press("Escape");
+    result.closed = await shadow(page, `return root.querySelector(".panel").hidden;`);
+    result.after_close_focus = await deepFocus(page);
+    result.ok = true;
+  } finally {
+    await close();
+  }
+  return result;
+}
+
+const scenarios = { desktop, phone, keyboard };
+const run = scenarios[opts.scenario];
+if (!run) throw new Error(`unknown scenario ${opts.scenario}`);
+try {
+  const result = await run();
+  delete result.frames; // summarised above; too long to print
+  process.stdout.write(JSON.stringify(result) + "\n");
+} catch (err) {
+  process.stdout.write(JSON.stringify({ scenario: opts.scenario, ok: false, error: String(err && err.stack || err) }) + "\n");
+  process.exitCode = 1;
+}
