@@ -19,9 +19,7 @@ def templates_seed() -> dict[str, int]:
             # utterances, so the classifier never predicts it.
             defaults={"tier": "clarify", "description": "Shared dialogue texts", "enabled": False},
         )
-        existing = set(
-            ReplyTemplate.objects.filter(intent=intent).values_list("key", "language")
-        )
+        existing = set(ReplyTemplate.objects.filter(intent=intent).values_list("key", "language"))
         rows = [
             ReplyTemplate(intent=intent, key=key, language=lang, text=text)
             for key, langs in keys.items()

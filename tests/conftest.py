@@ -10,6 +10,18 @@ from inference.catalog import CATALOG, model_assemble
 from tests.fakes import FakeBackend
 
 
+@pytest.fixture(autouse=True)
+def _fresh_caches() -> Iterator[None]:
+    """Per-process caches (router snapshot, reply templates) must not serve a
+    previous test's rolled-back rows."""
+    from chatbot.replies import reset_template_cache
+    from routing.versioning import router_caches_expire
+
+    router_caches_expire()
+    reset_template_cache()
+    yield
+
+
 @pytest.fixture
 def fake_models() -> Iterator[dict[str, FakeBackend]]:
     """Replace every model role with a recording fake; restored afterwards."""

@@ -163,6 +163,13 @@ async def test_identify_with_a_shop_token_and_bad_token(
     assert (await comm.receive_json_from())["type"] == "identified"
     conv = await Conversation.objects.aget()
     assert conv.customer_id == "james_li_5688" and conv.identity == "token"
+    # Someone else's token can't take over a conversation that holds James's data.
+    await comm.send_json_to(
+        {"type": "identify", "token": shopper_token_issue(customer_id="mei_patel_7272")}
+    )
+    assert (await comm.receive_json_from())["code"] == "identity_conflict"
+    await conv.arefresh_from_db()
+    assert conv.customer_id == "james_li_5688"
     await comm.disconnect()
 
 

@@ -1,0 +1,225 @@
+"""The router's data: intents, their example utterances and reply templates, slot
+patterns and rules. All of it is edited by support admins, so every change bumps
+``RouterVersion`` and each process retrains/recompiles on its next check.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import uuid
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
+
+from routing.types import CLARIFY, L1, L2, L3
+
+TIER_CHOICES = [
+    (L1, "L1 fast (templated)"),
+    (L2, "L2 knowledge (RAG)"),
+    (L3, "L3 large model"),
+    (CLARIFY, "Ask a clarifying question"),
+]
+LANGUAGE_CHOICES = [("en", "English"), ("zh", "Chinese")]
+LANGUAGES = ("en", "zh")
+
+
+class Intent(models.Model):
+    name = models.SlugField(max_length=64, unique=True)
+    tier = models.CharField(max_length=16, choices=TIER_CHOICES)
+    description = models.TextField(blank=True)
+    # Disabling an intent removes it from the classifier and disables its rules,
+    # without losing its utterances and templates.
+    enabled = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.tier})"
+
+
+class Utterance(models.Model):
+    intent = models.ForeignKey(Intent, on_delete=models.CASCADE, related_name="utterances")
+    language = models.CharField(max_length=8, choices=LANGUAGE_CHOICES)
+    text = models.CharField(max_length=500)
+
+    class Meta:
+        ordering = ["intent_id", "language", "id"]
+        constraints = [
+            # A duplicate would only re-weight the classifier silently.
+            models.UniqueConstraint(
+                fields=["intent", "language", "text"], name="routing_utterance_unique_text"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.language}] {self.text}"
+
+
+class ReplyTemplate(models.Model):
+    intent = models.ForeignKey(Intent, on_delete=models.CASCADE, related_name="templates")
+    key = models.SlugField(max_length=64, help_text='e.g. "default", "pending", "confirm".')
+    language = models.CharField(max_length=8, choices=LANGUAGE_CHOICES)
+    text = models.TextField(help_text="str.format placeholders, e.g. {order_id} {status}.")
+
+    class Meta:
+        ordering = ["intent_id", "key", "language"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["intent", "key", "language"], name="routing_replytemplate_unique_key"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.intent_id}:{self.key}:{self.language}"
+
+    def clean(self) -> None:
+        # Catch "{order_id" typos in the admin instead of at reply time.
+        try:
+            list(string.Formatter().parse(self.text))
+        except ValueError as exc:
+            raise ValidationError({"text": f"bad placeholder syntax: {exc}"}) from exc
+
+
+class SlotPattern(models.Model):
+    name = models.SlugField(
+        max_length=64,
+        help_text='Slot name, e.g. "order_id", "email", "zip". order_id, email and zip values '
+        "are normalised in code (order ids become #W1234567).",
+    )
+    regex = models.TextField(
+        help_text="Python regex, matched case-insensitively. A named group (?P<value>...) "
+        "picks the value; otherwise the whole match is used."
+    )
+    intent = models.ForeignKey(
+        Intent,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="slot_patterns",
+        help_text="Only extract for this intent; empty means every message.",
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        _regex_validate(self.regex, field="regex")
+
+
+class Rule(models.Model):
+    KIND_REGEX = "regex"
+    KIND_KEYWORDS = "keywords"
+    KIND_CHOICES = [(KIND_REGEX, "Regular expression"), (KIND_KEYWORDS, "Keyword density")]
+
+    name = models.SlugField(max_length=64, unique=True)
+    kind = models.CharField(max_length=16, choices=KIND_CHOICES)
+    pattern = models.TextField(
+        blank=True,
+        help_text="regex rules: Python regex on the normalised (lower-case, NFKC) message.",
+    )
+    keywords = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='keyword rules: JSON list, e.g. ["unacceptable", "投诉"].',
+    )
+    min_density = models.FloatField(
+        default=0.0,
+        help_text="keyword rules: fires when keywords cover at least this share of the "
+        "message's tokens (a token is a word or one Chinese character).",
+    )
+    min_matches = models.PositiveSmallIntegerField(
+        default=1,
+        help_text="regex rules: fires when the pattern matches at least this many times "
+        "(2 with a question-clause pattern means several questions in one message).",
+    )
+    tier = models.CharField(
+        max_length=16, choices=TIER_CHOICES, blank=True, help_text="Empty: the intent's tier."
+    )
+    intent = models.ForeignKey(Intent, on_delete=models.CASCADE, related_name="rules")
+    priority = models.IntegerField(default=100, help_text="Lower runs first; first match wins.")
+    languages = models.JSONField(
+        default=list, blank=True, help_text='e.g. ["en"]; empty means every language.'
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["priority", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors: dict[str, Any] = {}
+        if self.kind == self.KIND_REGEX:
+            if not self.pattern:
+                errors["pattern"] = "a regex rule needs a pattern"
+            else:
+                try:
+                    _regex_validate(self.pattern, field="pattern")
+                except ValidationError as exc:
+                    errors.update(exc.message_dict)
+        elif self.kind == self.KIND_KEYWORDS:
+            if (
+                not isinstance(self.keywords, list)
+                or not self.keywords
+                or not all(isinstance(k, str) and k.strip() for k in self.keywords)
+            ):
+                errors["keywords"] = "a keyword rule needs a non-empty JSON list of strings"
+            if not 0.0 < self.min_density <= 1.0:
+                errors["min_density"] = "between 0 (exclusive) and 1"
+        if not isinstance(self.languages, list) or not set(self.languages) <= set(LANGUAGES):
+            errors["languages"] = f"a JSON list drawn from {list(LANGUAGES)}"
+        if errors:
+            raise ValidationError(errors)
+
+
+class RouterVersion(models.Model):
+    """One row. Processes poll it (cheaply, at most every few seconds) to notice edits.
+
+    ``stamp`` changes with every bump, so a rolled-back transaction that reused a
+    version number can never be mistaken for the data a process already trained on.
+    """
+
+    version = models.PositiveBigIntegerField(default=0)
+    stamp = models.UUIDField(default=uuid.uuid4)
+    changed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"router v{self.version}"
+
+
+def _regex_validate(pattern: str, *, field: str) -> None:
+    try:
+        re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise ValidationError({field: f"invalid regex: {exc}"}) from exc
+
+
+# Receivers live here (not in apps.ready) so they are connected whenever the models
+# are importable, including in migrations' data steps and management commands.
+_VERSIONED_MODELS = (Intent, Utterance, ReplyTemplate, SlotPattern, Rule)
+
+
+def _router_changed(sender: type[models.Model], **kwargs: Any) -> None:
+    from routing.versioning import router_version_bump
+
+    router_version_bump()
+
+
+for _model in _VERSIONED_MODELS:
+    receiver(post_save, sender=_model, dispatch_uid=f"routing_bump_save_{_model.__name__}")(
+        _router_changed
+    )
+    receiver(post_delete, sender=_model, dispatch_uid=f"routing_bump_delete_{_model.__name__}")(
+        _router_changed
+    )
