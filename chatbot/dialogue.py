@@ -217,11 +217,14 @@ class Dialogue:
         tier: str = rt.L1,
         actions: list[str] | None = None,
         personal: bool = False,
+        label: str = "",
     ) -> ReplyPlan:
+        """A deterministic reply from template ``intent.key``; ``label`` is the intent
+        recorded for the turn when it differs (shared "dialogue" texts)."""
         text = template_render(self._t(intent, key), facts or {})
         return ReplyPlan(
             tier=tier,
-            intent=intent,
+            intent=label or intent,
             text=text,
             language=self.lang,
             actions=actions or [],
@@ -322,7 +325,7 @@ class Dialogue:
                     return plan
                 return ReplyPlan(tier=rt.L1, intent="verify", text=greeting, language=self.lang)
             if re.search(r"@|\b\d{5}\b", self.ctx.text):
-                return self._say("dialogue", "identity_failed", tier=rt.L1)
+                return self._say("dialogue", "identity_failed", tier=rt.L1, label="verify")
             state.pop("awaiting", None)  # the shopper moved on; route normally
         elif awaiting == "address":
             order_id = state.get("address_order_id", "")
@@ -345,7 +348,9 @@ class Dialogue:
     def _answer(self, decision: rt.RouteDecision) -> ReplyPlan:
         intent = decision.intent
         if decision.tier == rt.CLARIFY:
-            return self._say("dialogue", "clarify", tier=rt.CLARIFY, actions=["clarify"])
+            return self._say(
+                "dialogue", "clarify", tier=rt.CLARIFY, actions=["clarify"], label=rt.OUT_OF_SCOPE
+            )
         if decision.tier in (rt.L2, rt.L3):
             return self._open_question(decision)
         if intent == rt.GREETING:
@@ -357,7 +362,9 @@ class Dialogue:
             return self._phrase(rt.SHIPPING_COST, "default", {"options": self._shipping_text()})
         if intent in rt.ORDER_INTENTS:
             return self._order_intent(intent, dict(decision.slots))
-        return self._say("dialogue", "clarify", tier=rt.CLARIFY, actions=["clarify"])
+        return self._say(
+            "dialogue", "clarify", tier=rt.CLARIFY, actions=["clarify"], label=rt.OUT_OF_SCOPE
+        )
 
     def _open_question(self, decision: rt.RouteDecision) -> ReplyPlan:
         """L2/L3 questions. Until the knowledge and large tiers land, the local
@@ -390,11 +397,11 @@ class Dialogue:
                 pending_intent=intent,
                 pending_slots={"order_id": order_id} if order_id else {},
             )
-            return self._say("dialogue", "ask_identity")
+            return self._say("dialogue", "ask_identity", label=intent)
         if not order_id:
             orders = self.service.orders_for_customer(customer_id=self.ctx.customer_id)
             if not orders:
-                return self._say("dialogue", "no_orders")
+                return self._say("dialogue", "no_orders", label=intent)
             if len(orders) == 1:
                 order_id = orders[0].order_id
             elif state.get("last_order_id") and intent != rt.CANCEL_ORDER:
@@ -405,11 +412,15 @@ class Dialogue:
                 listing = ", ".join(
                     f"{o.order_id} ({status_words.get(o.status, o.status)})" for o in orders[:10]
                 )
-                return self._say("dialogue", "ask_order", {"orders": listing}, personal=True)
+                return self._say(
+                    "dialogue", "ask_order", {"orders": listing}, personal=True, label=intent
+                )
         order = self.service.order_get(customer_id=self.ctx.customer_id, order_id=order_id)
         if order is None:
             # Same words whether the order doesn't exist or belongs to someone else.
-            return self._say("dialogue", "order_not_found", {"order_id": _display_id(order_id)})
+            return self._say(
+                "dialogue", "order_not_found", {"order_id": _display_id(order_id)}, label=intent
+            )
         state["last_order_id"] = order.order_id
         facts = order_facts(order, self.lang)
         if intent == rt.ORDER_STATUS:
@@ -435,12 +446,14 @@ class Dialogue:
                 return self._confirm_address(order.order_id, address)
             state.update(awaiting="address", address_order_id=order.order_id)
             return self._say(intent, "ask_address", facts, personal=True)
-        return self._say("dialogue", "clarify", tier=rt.CLARIFY)
+        return self._say("dialogue", "clarify", tier=rt.CLARIFY, label=rt.OUT_OF_SCOPE)
 
     def _confirm_address(self, order_id: str, address: Address) -> ReplyPlan:
         order = self.service.order_get(customer_id=self.ctx.customer_id, order_id=order_id)
         if order is None:
-            return self._say("dialogue", "order_not_found", {"order_id": order_id})
+            return self._say(
+                "dialogue", "order_not_found", {"order_id": order_id}, label=rt.CHANGE_ADDRESS
+            )
         facts = order_facts(order, self.lang) | {
             "address": address.one_line(),
             "old_address": order.address.one_line(),
@@ -467,7 +480,7 @@ class Dialogue:
                     customer_id=customer_id, order_id=order_id, address=Address(**action["address"])
                 )
         except OrderNotFound:
-            return self._say("dialogue", "order_not_found", {"order_id": order_id})
+            return self._say("dialogue", "order_not_found", {"order_id": order_id}, label=intent)
         except OrderNotAllowed:
             order_now = self.service.order_get(customer_id=customer_id, order_id=order_id)
             facts = order_facts(order_now, self.lang) if order_now else {"order_id": order_id}

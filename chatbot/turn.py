@@ -138,6 +138,8 @@ async def turn_stream(
             "guard": reply.guard,
             "citations": [],
             "actions": plan.actions,
+            # Set when the reply explains a failure (e.g. the order system is down).
+            "error": plan.error_code or None,
         }
     )
 

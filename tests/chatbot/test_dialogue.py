@@ -124,6 +124,7 @@ def test_chinese_order_status(seeded_shop: None) -> None:
 def test_out_of_scope_gets_a_clarifying_question(seeded_shop: None) -> None:
     plan, _ = turn("what's the weather in Paris tomorrow")
     assert plan.tier == "clarify" and plan.generation is None and "?" in plan.text
+    assert plan.intent == "out_of_scope"
 
 
 def test_knowledge_and_complex_questions_go_to_the_fallback_model_for_now(
@@ -140,3 +141,14 @@ def test_address_parser() -> None:
         addr is not None and addr.address2 == "Apt 4" and addr.state == "IL" and addr.zip == "62704"
     )
     assert parse_address("somewhere nice") is None
+
+
+def test_order_system_down_is_said_plainly(seeded_shop: None, settings: Any) -> None:
+    # A real HTTP client against a closed port on 127.0.0.1: the shop's API is down.
+    settings.ORDER_SERVICE = "chatbot.orders.backends.HttpOrderService"
+    settings.TIERDESK_ORDER_API_URL = "http://127.0.0.1:9"
+    settings.TIERDESK_ORDER_API_KEY = "k"
+    settings.TIERDESK_ORDER_API_TIMEOUT_S = 1.0
+    plan, _ = turn("where is my order #W2611340", customer=JAMES)
+    assert plan.error_code == "order_system_unavailable"
+    assert "order system" in plan.text and plan.generation is None
