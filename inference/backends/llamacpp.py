@@ -40,6 +40,10 @@ class LlamaCppBackend:
         self._server: Any = None
         self._lock = threading.Lock()
         self._http: httpx.Client | None = None
+        # Chunks the engine produced for the most recent finished request: lets a test
+        # see that cancelling really stopped decoding (count, not wall time).
+        self.last_request_chunks = 0
+        self._last_worker: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def load(self) -> None:
@@ -126,8 +130,11 @@ class LlamaCppBackend:
             raise InferenceError("bad_request", f"{self.model_id} is a base model: send a prompt")
         q: queue.Queue[Any] = queue.Queue()
         cancelled = threading.Event()
+        produced = 0
 
         def on_chunk(data: Any) -> bool:
+            nonlocal produced
+            produced += 1
             q.put(data)
             # Returning True tells xllamacpp to stop generating (consumer went away).
             return cancelled.is_set()
@@ -141,9 +148,11 @@ class LlamaCppBackend:
             except Exception as exc:  # surfaced to the consumer as an InferenceError
                 q.put(exc)
             finally:
+                self.last_request_chunks = produced
                 q.put(_DONE)
 
         worker = threading.Thread(target=run, name=f"llama-{self.role}", daemon=True)
+        self._last_worker = worker
         worker.start()
         usage: Usage | None = None
         try:
