@@ -1,5 +1,5 @@
 # The two commands: `make run` (the product, embedded default) and `make test` (the suite).
-.PHONY: setup run test lint services bench pytest
+.PHONY: setup run test lint services
 
 setup:
 	bash scripts/setup.sh
@@ -18,6 +18,3 @@ lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy .
-
-bench: setup
-	bash scripts/bench.sh
