@@ -1,1 +1,0 @@
-"""Benchmarks that write their figures to bench/results/ (docs/benchmarks.md)."""
