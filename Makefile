@@ -1,5 +1,5 @@
 # The two commands: `make run` (the product, embedded default) and `make test` (the suite).
-.PHONY: setup run test lint services
+.PHONY: setup run test lint services bench pytest eval-router bench-router bench-compression eval-rag bench-rag
 
 setup:
 	bash scripts/setup.sh
@@ -18,3 +18,25 @@ lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy .
+
+bench: setup
+	bash scripts/bench.sh
+
+# RAG evaluation: hit@1/3 and MRR per method and language, answer groundedness.
+eval-rag: setup
+	bash scripts/eval-rag.sh
+
+# RAG benchmark: retrieval latency at 1k/10k/100k chunks, ingestion, L2 first chunk.
+bench-rag: setup services
+	bash scripts/bench-rag.sh
+
+# Router accuracy on the labelled held-out set (routing/eval/heldout.tsv; docs/routing.md).
+eval-router: setup
+	bash scripts/eval-router.sh
+
+# Router decision time + training time, and prompt compression (bench/results/*.json).
+bench-router: setup
+	.venv/bin/python -m bench.router
+
+bench-compression: setup
+	.venv/bin/python -m bench.compression

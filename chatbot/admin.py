@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from routing.budgets import session_budget
+
 from .models import Conversation, Message
 
 
@@ -17,7 +19,7 @@ class MessageInline(admin.TabularInline):
         "tier",
         "intent",
         "confidence",
-        "route_reason",
+        "route_why",
         "model",
         "first_chunk_ms",
         "prompt_tokens",
@@ -29,6 +31,15 @@ class MessageInline(admin.TabularInline):
 
     def has_add_permission(self, request, obj=None):
         return False
+
+    @admin.display(description="why this tier")
+    def route_why(self, obj: Message) -> str:
+        # Which rule fired, or the classifier's top classes (routing/explain.py).
+        from routing.explain import route_reason_text
+
+        return route_reason_text(
+            tier=obj.tier, intent=obj.intent, confidence=obj.confidence, reason=obj.route_reason
+        )
 
 
 @admin.register(Conversation)
@@ -56,9 +67,23 @@ class ConversationAdmin(admin.ModelAdmin):
         "user_agent",
         "created_at",
         "updated_at",
+        "token_budget",
     )
     exclude = ()
     inlines = [MessageInline]
+
+    @admin.display(description="token budget (docs/resilience.md)")
+    def token_budget(self, obj: Conversation) -> str:
+        """The per-session token circuit breaker, as the next turn will see it."""
+        if obj.pk is None:
+            return "-"
+        b = session_budget(conversation_id=obj.pk)
+        window = f"{b.window_s // 60} min" if b.window_s % 60 == 0 else f"{b.window_s} s"
+        text = f"{b.tokens:,} of {b.budget:,} tokens in the last {window}: "
+        if not b.tripped:
+            return text + "closed (all tiers available)"
+        clears = b.clears_at.strftime("%Y-%m-%d %H:%M:%S UTC") if b.clears_at else "-"
+        return text + f"TRIPPED (the local small model answers until {clears})"
 
 
 @admin.register(Message)

@@ -21,6 +21,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.utils import timezone
 
+from routing.limits import message_admit
+
 from . import selectors, services
 from .orders.identity import ShopperTokenError, shopper_token_verify
 from .protocol import IdentifyFrame, MessageFrame, PingFrame, ProtocolError, frame_parse
@@ -34,6 +36,7 @@ MAX_QUEUED_TURNS = 20
 
 class ChatConsumer(AsyncWebsocketConsumer):
     conversation_id: int
+    rate_key: str
     queue: asyncio.Queue[tuple[int, float]]
     worker: asyncio.Task[None] | None = None
 
@@ -48,6 +51,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             user_agent=headers.get(b"user-agent", b"").decode("latin-1"),
         )
         self.conversation_id = conversation.pk
+        self.rate_key = str(conversation.public_id)  # unique across databases (rate limits)
         self.queue = asyncio.Queue()
         await self.accept()
         history = await database_sync_to_async(selectors.conversation_history)(
@@ -103,6 +107,23 @@ class ChatConsumer(AsyncWebsocketConsumer):
             }
         )
         if not created:
+            return
+        # Rate limits (docs/resilience.md): the message is stored; it is not answered.
+        client = self.scope.get("client") or [None]
+        verdict = await message_admit(session=self.rate_key, ip=client[0])
+        if not verdict.allowed:
+            await self.send_json(
+                {
+                    "type": "error",
+                    "code": "rate_limited",
+                    "message": "You're sending messages too fast; this one is saved. "
+                    "Please try again shortly.",
+                    "reply_to": frame.client_id,
+                    "message_id": message.pk,
+                    "retry_after": verdict.retry_after_s,
+                    "limit": verdict.limit,
+                }
+            )
             return
         if self.queue.qsize() >= MAX_QUEUED_TURNS:
             await self.send_json(

@@ -9,6 +9,7 @@ answered an explicit confirmation; the model never decides or performs them.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from dataclasses import dataclass, field
@@ -31,10 +32,13 @@ from chatbot.orders.types import (
 )
 from chatbot.replies import placeholders, template_get, template_render
 from inference.base import GenerationRequest
+from inference.context import history_select
 from inference.prompts import EXAMPLE_FACTS, SYSTEM_PROMPT, chat_messages, l1_prompt
 from inference.sanitize import prompt_sanitize
 from routing import types as rt
 from routing.router import route_message
+
+logger = logging.getLogger(__name__)
 
 PENDING_ACTION_TTL_S = 600  # a "yes" more than 10 minutes later confirms nothing
 # Facts that must appear in a model-phrased reply when its template uses them.
@@ -127,6 +131,10 @@ class ReplyPlan:
     route_reason: dict[str, Any] = field(default_factory=dict)
     route_ms: float = 0.0
     error_code: str = ""
+    # L2: the passages the answer is written from (docs/protocol.md, "citations").
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    # L2: why those passages (keywords, scores, timings); stored in the reply metadata.
+    retrieval: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -246,6 +254,10 @@ class Dialogue:
             example_facts=example_facts,
             example_reply=template_render(template, example_facts),
             language=self.lang,
+            # Compressed instruction + facts (spaCy; we are in a worker thread here).
+            # The guard below still checks against the uncompressed facts.
+            reply=text,
+            compress=settings.TIERDESK_L1_COMPRESSION,
         )
         generation = GenerationRequest(
             prompt=prompt,
@@ -290,6 +302,20 @@ class Dialogue:
 
     def _continue_pending(self, state: dict[str, Any]) -> ReplyPlan | None:
         """Answers that depend on what the bot asked last turn."""
+        offer = state.pop("pending_offer", None)
+        fresh = offer and time.time() - float(offer.get("at", 0)) <= PENDING_ACTION_TTL_S
+        if fresh and is_yes(self.ctx.text):
+            # L2 found nothing and offered the large tier: the shopper accepted.
+            self.ctx.text = str(offer.get("question", self.ctx.text))
+            decision = rt.RouteDecision(
+                tier=rt.L3,
+                intent=rt.COMPLEX_QUESTION,
+                confidence=1.0,
+                reason={"kind": "escalation", "from": rt.L2},
+            )
+            plan = self._open_question(decision)
+            plan.route_reason = decision.reason
+            return plan
         action = state.get("pending_action")
         if action:
             if time.time() - float(action.get("at", 0)) > PENDING_ACTION_TTL_S:
@@ -366,15 +392,53 @@ class Dialogue:
             "dialogue", "clarify", tier=rt.CLARIFY, actions=["clarify"], label=rt.OUT_OF_SCOPE
         )
 
-    def _open_question(self, decision: rt.RouteDecision) -> ReplyPlan:
-        """L2/L3 questions. Until the knowledge and large tiers land, the local
-        fallback model answers, with a system prompt that forbids inventing policy."""
-        system = SYSTEM_PROMPT.get(self.lang, SYSTEM_PROMPT["en"])
-        messages = chat_messages(
-            system=system,
-            history=[(r, prompt_sanitize(t)) for r, t in self.ctx.history[-6:]],
-            question=prompt_sanitize(self.ctx.text),
+    def _knowledge(self, decision: rt.RouteDecision) -> ReplyPlan:
+        """L2: retrieval and the generation request in one step (knowledge.answer)."""
+        from knowledge.answer import DONT_KNOW, OFFER_ACTIONS, KnowledgeAnswer, answer_plan
+
+        try:
+            answer = answer_plan(question=self.ctx.text, language=self.lang)
+        except Exception as exc:  # an index or embedder fault must not become a guess
+            logger.exception("knowledge retrieval failed")
+            lang = self.lang if self.lang in DONT_KNOW else "en"
+            answer = KnowledgeAnswer(
+                language=lang,
+                text=DONT_KNOW[lang],
+                actions=list(OFFER_ACTIONS),
+                retrieval={"answered": False, "error": type(exc).__name__},
+            )
+        if not answer.answered:
+            self.ctx.state["pending_offer"] = {"question": self.ctx.text, "at": time.time()}
+        return ReplyPlan(
+            tier=rt.L2,
+            intent=decision.intent,
+            text=answer.text,
+            language=self.lang,
+            generation=answer.generation,
+            role=answer.role,
+            actions=answer.actions,
+            citations=answer.citations,
+            retrieval=answer.retrieval,
         )
+
+    def _open_question(self, decision: rt.RouteDecision) -> ReplyPlan:
+        """L3 questions (and L2 when it is not answered from the knowledge base): the
+        large role answers, with a system prompt that forbids inventing policy."""
+        if decision.tier == rt.L2:
+            return self._knowledge(decision)
+        system = SYSTEM_PROMPT.get(self.lang, SYSTEM_PROMPT["en"])
+        question = prompt_sanitize(self.ctx.text)
+        # Heat-decay context (inference.context): cold turns drop out of the prompt.
+        history, heat = history_select(
+            history=[(r, prompt_sanitize(t)) for r, t in self.ctx.history[-6:]],
+            question=question,
+            heat_state=self.ctx.state.get("context_heat"),
+            decay=settings.TIERDESK_CONTEXT_DECAY,
+            drop_below=settings.TIERDESK_CONTEXT_DROP_BELOW,
+            budget_chars=settings.TIERDESK_CONTEXT_HISTORY_CHARS,
+        )
+        self.ctx.state["context_heat"] = heat
+        messages = chat_messages(system=system, history=history, question=question)
         role = "large" if decision.tier == rt.L3 else "fallback"
         return ReplyPlan(
             tier=decision.tier,
@@ -383,7 +447,7 @@ class Dialogue:
             language=self.lang,
             role=role,
             generation=GenerationRequest(
-                messages=messages, max_tokens=settings.TIERDESK_FALLBACK_MAX_TOKENS, temperature=0.3
+                messages=messages, max_tokens=settings.TIERDESK_L3_MAX_TOKENS, temperature=0.3
             ),
         )
 

@@ -11,6 +11,7 @@ marked incomplete; the write is shielded so the cancellation can't skip it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -19,11 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 
-from inference.aio import astream
 from inference.base import InferenceError, Usage
 from inference.guard import GuardVerdict, StreamGuard
+from inference.leak import REFUSAL
 from inference.registry import get_backend
+from inference.resilience import LEAK, RESTART, StreamInfo, model_stream
+from routing.budgets import session_status
 
 from . import services
 from .dialogue import ReplyPlan
@@ -67,6 +71,8 @@ class _Reply:
     guard: str = "n/a"
     fallback: dict[str, Any] | None = None
     replaced: bool = False
+    # Resilience facts for the stored metadata (cache hit, leak, queue wait, budget).
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -107,7 +113,7 @@ async def turn_stream(
                 reply.parts.append(piece)
                 yield Chunk(piece)
         else:
-            async for event in _generate(plan, reply, mark_first):
+            async for event in _generate(plan, reply, mark_first, conversation_id):
                 yield event
     except asyncio.CancelledError:
         status = Message.Status.INCOMPLETE
@@ -136,7 +142,7 @@ async def turn_stream(
             "status": status,
             "fallback": reply.fallback,
             "guard": reply.guard,
-            "citations": [],
+            "citations": plan.citations,
             "actions": plan.actions,
             # Set when the reply explains a failure (e.g. the order system is down).
             "error": plan.error_code or None,
@@ -144,37 +150,70 @@ async def turn_stream(
     )
 
 
-async def _generate(plan: ReplyPlan, reply: _Reply, mark_first: Any) -> AsyncIterator[TurnEvent]:
+async def _generate(
+    plan: ReplyPlan, reply: _Reply, mark_first: Any, conversation_id: int = 0
+) -> AsyncIterator[TurnEvent]:
     assert plan.generation is not None
     backend = get_backend(plan.role)
     reply.model = backend.model_id
+    # VIP (the model queue's priority) and the session's token budget (docs/resilience.md).
+    session = await database_sync_to_async(session_status)(conversation_id=conversation_id)
+    info = StreamInfo()
     guard = (
         StreamGuard(facts=plan.guard_facts, required=plan.guard_required, template_text=plan.text)
         if plan.guard_facts is not None
         else None
     )
     generated = 0  # chunks from the engine: one token each, for when usage never arrives
+    stream = model_stream(
+        role=plan.role,
+        request=plan.generation,
+        info=info,
+        vip=session.vip,
+        over_budget=session.budget.tripped,
+        use_cache=plan.tier in settings.TIERDESK_RESPONSE_CACHE_TIERS,
+        personal=plan.personal,
+    )
     try:
-        async for chunk in astream(backend, plan.generation):
-            if chunk.usage is not None:
-                reply.usage = chunk.usage
-            generated += 1 if chunk.text else 0
-            text = chunk.text
-            if guard is not None:
-                released = guard.feed(text)
-                if released is None:
-                    break  # the guard tripped: stop generating, send the template
-                text = released
-            if text:
-                # The first chunk must carry visible text: a base model often starts
-                # with a space, which the widget would show as nothing.
-                if not reply.parts:
-                    text = text.lstrip()
-                    if not text:
-                        continue
-                mark_first()
-                reply.parts.append(text)
-                yield Chunk(text)
+        async with contextlib.aclosing(stream):
+            async for chunk in stream:
+                if chunk.extra.get(RESTART):
+                    # The large tier broke mid-reply; the fallback's answer replaces it.
+                    if reply.parts:
+                        reply.parts = []
+                        reply.replaced = True
+                        yield Replace("")
+                    continue
+                if chunk.extra.get(LEAK):
+                    reply.meta["leak_blocked"] = chunk.extra[LEAK]
+                    refusal = REFUSAL.get(plan.language, REFUSAL["en"])
+                    mark_first()
+                    if reply.parts:
+                        reply.replaced = True
+                        yield Replace(refusal)
+                    else:
+                        yield Chunk(refusal)
+                    reply.parts = [refusal]
+                    break
+                if chunk.usage is not None:
+                    reply.usage = chunk.usage
+                generated += 1 if chunk.text else 0
+                text = chunk.text
+                if guard is not None:
+                    released = guard.feed(text)
+                    if released is None:
+                        break  # the guard tripped: stop generating, send the template
+                    text = released
+                if text:
+                    # The first chunk must carry visible text: a base model often starts
+                    # with a space, which the widget would show as nothing.
+                    if not reply.parts:
+                        text = text.lstrip()
+                        if not text:
+                            continue
+                    mark_first()
+                    reply.parts.append(text)
+                    yield Chunk(text)
         if guard is not None:
             tail = guard.finish()
             if tail:
@@ -182,9 +221,11 @@ async def _generate(plan: ReplyPlan, reply: _Reply, mark_first: Any) -> AsyncIte
                 reply.parts.append(tail)
                 yield Chunk(tail)
     except InferenceError as exc:
+        _absorb(reply, info)
         reply.usage.completion_tokens = reply.usage.completion_tokens or generated
         logger.warning("model %s failed: %s", reply.model, exc)
-        reply.fallback = {"reason": exc.code}
+        earlier = {"after": info.fallback["reason"]} if info.fallback else {}
+        reply.fallback = {"reason": exc.code, **earlier}
         if guard is None:
             if not reply.parts:
                 # An open question has no facts template: say plainly we can't answer.
@@ -192,6 +233,7 @@ async def _generate(plan: ReplyPlan, reply: _Reply, mark_first: Any) -> AsyncIte
                     yield event
             return
         guard.verdict = GuardVerdict(False, f"model error: {exc.code}")
+    _absorb(reply, info)
     # Stopped early (the guard tripped): the engine sends no usage, so count.
     reply.usage.completion_tokens = reply.usage.completion_tokens or generated
     if guard is not None:
@@ -202,6 +244,21 @@ async def _generate(plan: ReplyPlan, reply: _Reply, mark_first: Any) -> AsyncIte
             logger.info("fact guard: %s; sending the template", guard.verdict.reason)
             async for event in _send_template(plan, reply, mark_first):
                 yield event
+
+
+def _absorb(reply: _Reply, info: StreamInfo) -> None:
+    """Who really answered, and why (a fallback, a cache hit, a queue wait)."""
+    reply.model = info.model or reply.model
+    if reply.fallback is None and info.fallback:
+        reply.fallback = info.fallback
+    if info.cached:
+        reply.meta["cached"] = True
+    if info.queue_ms:
+        reply.meta["queue_ms"] = info.queue_ms
+    if info.prompt_tokens_counted is not None:
+        reply.meta["precount_tokens"] = info.prompt_tokens_counted
+    if info.breaker:
+        reply.meta["breaker"] = info.breaker
 
 
 async def _send_template(
@@ -228,10 +285,15 @@ async def _store(
         metadata["fallback"] = reply.fallback
     if reply.replaced:
         metadata["replaced"] = True
+    metadata.update(reply.meta)
     if plan.error_code:
         metadata["error_code"] = plan.error_code
     if plan.actions:
         metadata["actions"] = plan.actions
+    if plan.citations:
+        metadata["citations"] = plan.citations
+    if plan.retrieval:
+        metadata["retrieval"] = plan.retrieval
     await database_sync_to_async(services.reply_finish)(
         reply_id=reply_id,
         text=reply.text,

@@ -62,6 +62,11 @@ def warmup_run(*, roles: list[str] | None = None, requests: int | None = None) -
             from routing.router import router_snapshot_get
 
             router_snapshot_get()
+            if settings.TIERDESK_L1_COMPRESSION:
+                # spaCy + jieba load in ~3 s: not in the first L1 turn either.
+                from inference.compress import compress_warm_up
+
+                compress_warm_up()
         for role in roles if roles is not None else settings.TIERDESK_WARM_ROLES:
             real = resolve_role(role)
             if real in done:

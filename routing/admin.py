@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 
-from routing.models import Intent, ReplyTemplate, Rule, SlotPattern, Utterance
+from routing.models import ClassifierModel, Intent, ReplyTemplate, Rule, SlotPattern, Utterance
 
 
 class UtteranceInline(admin.TabularInline):
@@ -69,3 +69,37 @@ class RuleAdmin(admin.ModelAdmin):
         ("Regex rule", {"fields": ["pattern", "min_matches"]}),
         ("Keyword-density rule", {"fields": ["keywords", "min_density"]}),
     ]
+
+
+@admin.register(ClassifierModel)
+class ClassifierModelAdmin(admin.ModelAdmin):
+    """The trained classifiers (written by the routing.router_retrain task): which
+    router version, how many examples, how long training took. Read-only."""
+
+    list_display = [
+        "router_version",
+        "sample_count",
+        "intent_count",
+        "train_seconds",
+        "size_bytes",
+        "trained_by",
+        "trained_at",
+    ]
+    exclude = ["blob"]
+    readonly_fields = [
+        "data_hash",
+        "router_version",
+        "sample_count",
+        "intent_count",
+        "train_seconds",
+        "trained_at",
+        "trained_by",
+        "sklearn_version",
+        "size_bytes",
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

@@ -198,6 +198,42 @@ class RouterVersion(models.Model):
         return f"router v{self.version}"
 
 
+class ClassifierModel(models.Model):
+    """A trained intent classifier, stored so that every process loads it instead of
+    training its own copy.
+
+    The ``routing.router_retrain`` Celery task writes it after an admin edit; processes
+    notice the ``RouterVersion`` bump and load the row whose ``data_hash`` matches the
+    current training data. Keyed by that hash, not by the version: an edit to a rule
+    bumps the version but trains nothing. Not a versioned model itself (saving one must
+    not bump the version it was trained for).
+    """
+
+    data_hash = models.CharField(max_length=64, unique=True)
+    router_version = models.PositiveBigIntegerField(
+        help_text="The latest router version this model was confirmed for."
+    )
+    sample_count = models.PositiveIntegerField()
+    intent_count = models.PositiveSmallIntegerField()
+    train_seconds = models.FloatField(help_text="Wall time of the training run.")
+    trained_at = models.DateTimeField()
+    trained_by = models.CharField(
+        max_length=128, blank=True, help_text='"celery:<hostname>" or "process:<pid>".'
+    )
+    # A model pickled by one scikit-learn must not be loaded by another.
+    sklearn_version = models.CharField(max_length=32)
+    size_bytes = models.PositiveIntegerField()
+    # zlib-compressed pickle of routing.classifier.TrainedClassifier. Only Tierdesk's
+    # own code writes this column; never load a blob from elsewhere.
+    blob = models.BinaryField()
+
+    class Meta:
+        ordering = ["-router_version", "-id"]
+
+    def __str__(self) -> str:
+        return f"classifier for router v{self.router_version} ({self.sample_count} examples)"
+
+
 def _regex_validate(pattern: str, *, field: str) -> None:
     try:
         re.compile(pattern, re.IGNORECASE)

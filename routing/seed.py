@@ -35,12 +35,27 @@ def seed_rules_data() -> dict[str, Any]:
     return data
 
 
+@cache
+def seed_utterances_by_intent() -> dict[tuple[str, str], list[str]]:
+    """(intent, language) -> example texts: intents.json plus the training part of the
+    labelled evaluation set (routing/eval/train.tsv). The held-out part
+    (routing/eval/heldout.tsv) is never seeded."""
+    from routing.eval.evaluate import TRAIN_FILE, labelled_load
+
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for item in seed_intents_data():
+        for language, texts in item["utterances"].items():
+            grouped.setdefault((item["name"], language), []).extend(texts)
+    for labelled in labelled_load(TRAIN_FILE):
+        grouped.setdefault((labelled.intent, labelled.language), []).append(labelled.text)
+    return {key: list(dict.fromkeys(texts)) for key, texts in grouped.items()}
+
+
 def seed_utterances() -> list[tuple[str, str, str]]:
-    """Every seed utterance as (text, language, intent); the held-out check uses it."""
+    """Every seed utterance as (text, language, intent)."""
     return [
-        (text, language, item["name"])
-        for item in seed_intents_data()
-        for language, texts in item["utterances"].items()
+        (text, language, intent)
+        for (intent, language), texts in seed_utterances_by_intent().items()
         for text in texts
     ]
 
@@ -61,11 +76,10 @@ def intents_seed() -> dict[str, int]:
 
     has_language = set(Utterance.objects.values_list("intent__name", "language").distinct())
     new_utterances = [
-        Utterance(intent=intents[item["name"]], language=language, text=text)
-        for item in seed_intents_data()
-        for language, texts in item["utterances"].items()
-        if (item["name"], language) not in has_language
-        for text in dict.fromkeys(texts)  # de-duplicated, order kept
+        Utterance(intent=intents[intent], language=language, text=text)
+        for (intent, language), texts in seed_utterances_by_intent().items()
+        if (intent, language) not in has_language
+        for text in texts  # de-duplicated, order kept
     ]
     # bulk_create sends no post_save, so the version is bumped once below instead
     # of once per row.

@@ -75,7 +75,19 @@ def router_version_bump() -> VersionKey:
                 RouterVersion.objects.create(pk=_ROW_ID, version=1, stamp=stamp)
         except IntegrityError:
             RouterVersion.objects.filter(pk=_ROW_ID).update(version=F("version") + 1, stamp=stamp)
-    return router_version_get()
+    key = router_version_get()
+    # The classifier is retrained once, by a Celery task, after the change commits;
+    # every process then loads the stored model (routing/classifier.py).
+    from routing.services import router_retrain_enqueue
+
+    transaction.on_commit(lambda: router_retrain_enqueue(version=key.version))
+    return key
+
+
+class BuildPending(Exception):
+    """Raised by a cache's ``build`` when the new value is not ready yet (the retrain
+    task has not stored the new classifier): keep serving the previous value and ask
+    again after the next interval, without logging an error."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +155,13 @@ class VersionedCache(Generic[T]):
                         key.version,
                         (time.perf_counter() - started) * 1000,
                     )
+            except BuildPending as pending:
+                if self._entry is None:
+                    raise
+                logger.debug("router %s for v%s pending: %s", self.name, key.version, pending)
+                self._checked_at = _clock()
+                self._checked_generation = generation
+                return self._entry.value
             except Exception:
                 if self._entry is None:
                     raise

@@ -429,7 +429,9 @@ TIERDESK_RATE_PER_IP = env_str("TIERDESK_RATE_PER_IP", "120/minute")
 TIERDESK_VIP_WEIGHT = env_float("TIERDESK_VIP_WEIGHT", 3.0)
 TIERDESK_NORMAL_WEIGHT = env_float("TIERDESK_NORMAL_WEIGHT", 1.0)
 # Exact-match response cache: the switch, entry lifetime, and the tiers it serves.
-TIERDESK_RESPONSE_CACHE = env_bool("TIERDESK_RESPONSE_CACHE", True)
+# Off by default in test runs: a cached reply would hide a test's queued fake replies
+# (tests/l3 switch it on where they test it).
+TIERDESK_RESPONSE_CACHE = env_bool("TIERDESK_RESPONSE_CACHE", TIERDESK_ENV != "test")
 TIERDESK_RESPONSE_CACHE_TTL_S = env_int("TIERDESK_RESPONSE_CACHE_TTL_S", 86400)
 TIERDESK_RESPONSE_CACHE_TIERS = env_list("TIERDESK_RESPONSE_CACHE_TIERS", ["L1", "L2"])
 # Heat-decay context management (SPEC): x decay per unused turn, dropped below the floor.

@@ -127,11 +127,16 @@ def test_out_of_scope_gets_a_clarifying_question(seeded_shop: None) -> None:
     assert plan.intent == "out_of_scope"
 
 
-def test_knowledge_and_complex_questions_go_to_the_fallback_model_for_now(
-    seeded_shop: None,
-) -> None:
+def test_knowledge_question_with_nothing_relevant_does_not_guess(seeded_shop: None) -> None:
+    # The demo knowledge base is not seeded here: nothing clears the score threshold.
     plan, _ = turn("can I put the wool sweater in the washing machine, at what temperature?")
-    assert plan.tier == "L2" and plan.role == "fallback" and plan.generation is not None
+    assert plan.tier == "L2" and plan.generation is None
+    assert "won't guess" in plan.text and "offer:L3" in plan.actions
+
+
+def test_complex_questions_go_to_the_large_tier(seeded_shop: None) -> None:
+    plan, _ = turn("Which is better for hiking, your boots or your trail shoes, and why?")
+    assert plan.tier == "L3" and plan.role == "large" and plan.generation is not None
     assert plan.generation.messages is not None and plan.generation.messages[0].role == "system"
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from routing.models import Intent, Rule, SlotPattern, Utterance
-from routing.seed import intents_seed, seed_intents_data, seed_utterances
+from routing.seed import intents_seed, seed_intents_data, seed_utterances, seed_utterances_by_intent
 from routing.types import (
     CLARIFY,
     COMPLEX_QUESTION,
@@ -94,5 +94,5 @@ def test_seed_fills_a_language_an_intent_lacks() -> None:
 
     created = intents_seed()
 
-    zh = len(next(i for i in seed_intents_data() if i["name"] == "greeting")["utterances"]["zh"])
+    zh = len(seed_utterances_by_intent()[("greeting", "zh")])
     assert created["utterances"] == zh

@@ -1,4 +1,4 @@
-"""Seed the demo shop: orders, intents and templates (and the knowledge base when it lands).
+"""Seed the demo shop: orders, intents, templates and the knowledge base.
 
 Idempotent: run it as often as you like; it creates only what is missing and never
 overwrites what support admins edited.
@@ -12,10 +12,11 @@ from django.core.management.base import BaseCommand
 
 
 class Command(BaseCommand):
-    help = "Seed the demo shop (orders, intents, reply templates). Idempotent."
+    help = "Seed the demo shop (orders, intents, reply templates, knowledge base). Idempotent."
 
     def handle(self, *args: Any, **options: Any) -> None:
         from chatbot.orders.seed import shop_seed
+        from knowledge.seed import knowledge_seed
         from routing.seed import intents_seed
         from routing.seed_templates import templates_seed
 
@@ -23,6 +24,8 @@ class Command(BaseCommand):
             ("shop", shop_seed),
             ("intents", intents_seed),
             ("templates", templates_seed),
+            # Documents are created here and ingested by the Celery worker.
+            ("knowledge", knowledge_seed),
         ):
             counts = func()
             self.stdout.write(f"seeded {name}: {counts}")

@@ -37,6 +37,7 @@
       yes: "Yes",
       no: "No",
       tiers: { L1: "fast", L2: "knowledge", L3: "expert", clarify: "clarifying" },
+      sources: (n) => `Sources (${n})`,
       tip: (f) =>
         [
           f.intent && `intent: ${f.intent}`,
@@ -65,6 +66,7 @@
       yes: "\u786e\u8ba4",
       no: "\u4e0d\u7528", // "no need"; the word for "cancel" would read as a new request
       tiers: { L1: "\u5feb\u901f", L2: "\u77e5\u8bc6\u5e93", L3: "\u4e13\u5bb6", clarify: "\u6f84\u6e05" },
+      sources: (n) => `\u6765\u6e90\uff08${n}\uff09`,
       tip: (f) =>
         [
           f.intent && `\u610f\u56fe: ${f.intent}`,
@@ -338,6 +340,24 @@
       const label = t.tiers[f.tier] ? `${f.tier} \u00b7 ${t.tiers[f.tier]}` : f.tier;
       const badge = el("span", { class: "badge", title: t.tip(f) }, label);
       bubble.append(badge);
+    }
+
+    // L2 citations (docs/protocol.md, "done"): collapsed sources under the bubble, each
+    // the article's title, the section anchor and the passage the answer came from.
+    _sources(bubble, citations) {
+      if (!Array.isArray(citations) || !citations.length) return;
+      const box = el("details", { class: "sources" });
+      box.append(el("summary", {}, this._t.sources(citations.length)));
+      const list = el("ol");
+      for (const c of citations) {
+        const item = el("li", { "data-anchor": String(c.anchor ?? "") });
+        item.append(el("span", { class: "source-title" }, String(c.title ?? "")));
+        if (c.anchor) item.append(el("span", { class: "source-anchor" }, ` \u00a7 ${c.anchor}`));
+        if (c.snippet) item.append(el("blockquote", {}, String(c.snippet)));
+        list.append(item);
+      }
+      box.append(list);
+      bubble.append(box);
     }
 
     _system(text, cls = "") {
@@ -655,6 +675,7 @@
           const b = this._finishBot(op.status || "complete");
           if (op.message_id != null) b.setAttribute("data-message-id", String(op.message_id));
           this._badge(b, op);
+          this._sources(b, op.citations);
           if (Array.isArray(op.actions) && op.actions.includes("confirm")) this._confirmButtons();
           if (!this.isOpen) this._launcher.classList.add("unread");
           this._scrollToEnd();

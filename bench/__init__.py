@@ -1,0 +1,1 @@
+"""Benchmarks that write their figures to bench/results/ (docs/benchmarks.md)."""

@@ -1,0 +1,134 @@
+"""Router benchmark: decision time p50/p95 (target p95 <= 5 ms), classifier training
+time, stored-model size and load time, and the held-out evaluation's figures.
+
+    .venv/bin/python -m bench.router     # writes bench/results/router.json
+
+Runs on a throw-away SQLite database seeded with the default router data (no server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import time
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench._tmpdb import django_on_temp_sqlite
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "router.json"
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))], 3)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--decisions", type=int, default=3000)
+    parser.add_argument("--train-runs", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    started_at = datetime.now(UTC)
+    load_start = os.getloadavg()
+
+    with django_on_temp_sqlite(shop=False):
+        from routing.classifier import (
+            classifier_deserialize,
+            classifier_samples,
+            classifier_serialize,
+            classifier_train,
+        )
+        from routing.eval.evaluate import HELDOUT_FILE, TRAIN_FILE, evaluate, labelled_load
+        from routing.router import route_message, router_snapshot_get
+
+        samples = classifier_samples()
+        trainings = []
+        for _ in range(args.train_runs):
+            clf = classifier_train(samples=samples)
+            trainings.append(clf.train_seconds)
+        blob = classifier_serialize(clf)
+        loads = []
+        for _ in range(5):
+            t = time.perf_counter()
+            classifier_deserialize(blob)
+            loads.append((time.perf_counter() - t) * 1000)
+
+        heldout = labelled_load(HELDOUT_FILE)
+        messages = [(i.text, i.language) for i in heldout + labelled_load(TRAIN_FILE)]
+        rng = random.Random(7)
+        route_message(text="warm up", language="en")
+        for text, language in messages[:200]:
+            route_message(text=text, language=language)
+        wall, cpu = [], []
+        for _ in range(args.decisions):
+            text, language = rng.choice(messages)
+            t, c = time.perf_counter(), time.thread_time()
+            route_message(text=text, language=language)
+            cpu.append((time.thread_time() - c) * 1000)
+            wall.append((time.perf_counter() - t) * 1000)
+
+        live = router_snapshot_get()
+        result = evaluate(
+            items=heldout, snapshot=replace(live, classifier=clf), intent_tiers=live.intent_tiers
+        )
+
+    report: dict[str, Any] = {
+        "benchmark": "router",
+        "timestamp": started_at.isoformat(timespec="seconds"),
+        "machine": {
+            "nproc": os.cpu_count(),
+            "platform": platform.platform(),
+            "loadavg_start": list(load_start),
+            "loadavg_end": list(os.getloadavg()),
+        },
+        "decision_ms": {
+            "messages": args.decisions,
+            "p50": pct(wall, 50),
+            "p95": pct(wall, 95),
+            "p99": pct(wall, 99),
+            "cpu_p50": pct(cpu, 50),
+            "cpu_p95": pct(cpu, 95),
+        },
+        "training": {
+            "examples": len(samples),
+            "seconds_median": round(statistics.median(trainings), 3),
+            "seconds_runs": [round(s, 3) for s in trainings],
+            "model_bytes": len(blob),
+            "model_load_ms_median": round(statistics.median(loads), 1),
+        },
+        "heldout": {
+            "messages": len(heldout),
+            "overall": result["overall"],
+            "by_language": result["by_language"],
+            "per_class": result["per_class"],
+            "confusion_matrix": result["confusion_matrix"],
+            "tier_confusion": result["tier_confusion"],
+            "verdicts": result["verdicts"],
+        },
+        "targets": {"decision_p95_ms_max": 5.0},
+        "verdicts": {"decision_p95": pct(wall, 95) <= 5.0},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    d, tr = report["decision_ms"], report["training"]
+    print(
+        f"router: decision p50 {d['p50']} ms p95 {d['p95']} ms (cpu p95 {d['cpu_p95']} ms); "
+        f"training {tr['seconds_median']} s on {tr['examples']} examples; model "
+        f"{tr['model_bytes']} bytes, load {tr['model_load_ms_median']} ms"
+    )
+    print(f"held-out: {json.dumps(result['by_language'])}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

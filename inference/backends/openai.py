@@ -1,0 +1,324 @@
+"""OpenAI-compatible chat-completions backend (hosted APIs, vLLM, llama.cpp server, Ollama).
+
+It streams server-sent events and reads token usage from the final chunk
+(``stream_options.include_usage``). Timeouts are explicit: connecting, each read
+(the gap between two SSE lines), writing and waiting for a pooled connection each have
+their own limit. Every upstream failure becomes an ``UpstreamError`` with a stable
+``code`` (docs/resilience.md, "Upstream error codes"); ``counts_for_breaker`` says
+whether it is the kind of failure (429, 5xx, timeouts, a dead connection) that opens
+the upstream circuit breaker.
+
+The hot path is ``astream``, on the event loop with ``httpx.AsyncClient``: network
+waits need no thread, and cancelling the task closes the connection, which makes the
+server stop generating. ``stream`` is the blocking twin for warm-up, scripts and the
+``ModelBackend`` interface (``inference.aio.astream`` runs it in the inference pool).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import weakref
+from collections.abc import AsyncGenerator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ..base import GenerationChunk, GenerationRequest, InferenceError, Usage
+
+logger = logging.getLogger(__name__)
+
+
+class UpstreamError(InferenceError):
+    """A failure of the remote API, with a stable code (never the upstream's own text)."""
+
+    # Codes that mean "the upstream is unhealthy": they count towards opening the
+    # breaker. Client-side mistakes (400, 401, 404) do not: retrying elsewhere or
+    # later would not fix them, and they must not take the tier down for everyone.
+    BREAKER_CODES = frozenset(
+        {
+            "upstream_rate_limited",
+            "upstream_error",
+            "upstream_timeout",
+            "upstream_unreachable",
+            "upstream_disconnected",
+        }
+    )
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(code, message)
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def counts_for_breaker(self) -> bool:
+        return self.code in self.BREAKER_CODES
+
+
+def error_for_status(status: int, body: str, retry_after: str | None) -> UpstreamError:
+    """Map an HTTP error status to a stable code."""
+    wait: float | None = None
+    if retry_after:
+        try:
+            wait = float(retry_after)
+        except ValueError:
+            wait = None
+    detail = body[:200].replace("\n", " ")
+    if status == 429:
+        code = "upstream_rate_limited"
+    elif status >= 500:
+        code = "upstream_error"
+    elif status in (401, 403):
+        code = "upstream_auth"
+    elif status == 408:
+        code = "upstream_timeout"
+    else:
+        code = "upstream_bad_request"
+    return UpstreamError(code, f"HTTP {status}: {detail}", status=status, retry_after=wait)
+
+
+def error_for_exception(exc: Exception) -> UpstreamError:
+    """Map a transport failure to a stable code."""
+    if isinstance(exc, httpx.TimeoutException):
+        # ConnectTimeout, ReadTimeout, WriteTimeout, PoolTimeout
+        return UpstreamError("upstream_timeout", f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, httpx.ConnectError):
+        return UpstreamError("upstream_unreachable", f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+        return UpstreamError("upstream_disconnected", f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, json.JSONDecodeError | ValueError | KeyError | TypeError):
+        return UpstreamError("upstream_bad_response", f"{type(exc).__name__}: {exc}")
+    return UpstreamError("upstream_error", f"{type(exc).__name__}: {exc}")
+
+
+@dataclass
+class _SSEState:
+    usage: Usage | None = None
+    finished: bool = False  # saw a finish_reason or [DONE]
+    done: bool = False  # saw [DONE]
+
+
+def _parse_event(data: str, state: _SSEState, chat: bool) -> GenerationChunk | None:
+    """One ``data:`` payload to a chunk (or None for bookkeeping-only events)."""
+    if data == "[DONE]":
+        state.done = state.finished = True
+        return None
+    event = json.loads(data)
+    if not isinstance(event, dict):
+        raise ValueError("SSE event is not an object")
+    if "error" in event:
+        err = event["error"] if isinstance(event["error"], dict) else {"message": event["error"]}
+        status = int(err.get("code") or 500) if str(err.get("code", "")).isdigit() else 500
+        raise error_for_status(status, str(err.get("message", "")), None)
+    if event.get("usage"):
+        u = event["usage"]
+        state.usage = Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0))
+    choices = event.get("choices") or []
+    if not choices:
+        return None
+    choice = choices[0]
+    finish = choice.get("finish_reason")
+    if finish:
+        state.finished = True
+    if chat:
+        text = str((choice.get("delta") or {}).get("content") or "")
+    else:
+        text = str(choice.get("text") or "")
+    if text or finish:
+        return GenerationChunk(text=text, finish_reason=finish)
+    return None
+
+
+class OpenAIBackend:
+    """``{"BACKEND": "inference.backends.openai.OpenAIBackend", "CONFIG": {...}}``.
+
+    CONFIG: ``api_base`` (``https://host/v1``), ``api_key``, ``model``,
+    ``model_version`` (part of the response-cache key: change it when the provider's
+    model changes; defaults to ``model@api_base``), ``connect_timeout_s``,
+    ``read_timeout_s``, ``write_timeout_s``, ``pool_timeout_s``, ``max_connections``,
+    ``chars_per_token`` (the documented token estimate, see ``count_tokens``).
+    """
+
+    can_stream = True
+
+    def __init__(self, role: str, config: dict[str, Any]) -> None:
+        self.role = role
+        self.config = config
+        base = str(config.get("api_base") or "").rstrip("/")
+        if not base:
+            raise InferenceError("config_error", f"role {role!r}: api_base is not set")
+        if not base.endswith("/v1"):
+            base += "/v1"
+        self.api_base = base
+        self.model_id = str(config.get("model") or "default")
+        self.model_version = str(config.get("model_version") or f"{self.model_id}@{base}")
+        self.chat = True
+        self.timeout = httpx.Timeout(
+            connect=float(config.get("connect_timeout_s", 2.0)),
+            read=float(config.get("read_timeout_s", 30.0)),
+            write=float(config.get("write_timeout_s", 5.0)),
+            pool=float(config.get("pool_timeout_s", 2.0)),
+        )
+        self.limits = httpx.Limits(
+            max_connections=int(config.get("max_connections", 100)),
+            max_keepalive_connections=int(config.get("max_keepalive", 20)),
+            keepalive_expiry=float(config.get("keepalive_expiry_s", 4.0)),
+        )
+        self.chars_per_token = float(config.get("chars_per_token", 4.0))
+        self._client: httpx.Client | None = None
+        # One AsyncClient per event loop: its connection pool belongs to that loop.
+        self._aclients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
+        self._aclients = weakref.WeakKeyDictionary()
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream"}
+        key = str(self.config.get("api_key") or "")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def load(self) -> None:
+        """Nothing to load; the first request opens the connection pool."""
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        # AsyncClients are closed with their loop; drop our references.
+        self._aclients = weakref.WeakKeyDictionary()
+
+    def _sync_client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(
+                base_url=self.api_base,
+                timeout=self.timeout,
+                limits=self.limits,
+                headers=self._headers(),
+            )
+        return self._client
+
+    def _async_client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        client = self._aclients.get(loop)
+        if client is None or client.is_closed:
+            client = httpx.AsyncClient(
+                base_url=self.api_base,
+                timeout=self.timeout,
+                limits=self.limits,
+                headers=self._headers(),
+            )
+            self._aclients[loop] = client
+        return client
+
+    # -- requests --------------------------------------------------------------------------
+    def _endpoint_and_body(self, request: GenerationRequest) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {
+            "model": self.model_id,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
+        if request.stop:
+            body["stop"] = list(request.stop)
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.messages is not None:
+            body["messages"] = [{"role": m.role, "content": m.content} for m in request.messages]
+            return "/chat/completions", body
+        body["prompt"] = request.prompt
+        return "/completions", body
+
+    async def astream(self, request: GenerationRequest) -> AsyncGenerator[GenerationChunk, None]:
+        """Stream on the running event loop; leaving early closes the connection."""
+        path, body = self._endpoint_and_body(request)
+        chat = request.messages is not None
+        state = _SSEState()
+        client = self._async_client()
+        for attempt in (1, 2):
+            try:
+                async with client.stream("POST", path, json=body) as response:
+                    if response.status_code >= 400:
+                        raw = (await response.aread()).decode("utf-8", "replace")
+                        raise error_for_status(
+                            response.status_code, raw, response.headers.get("retry-after")
+                        )
+                    async for line in response.aiter_lines():
+                        if not line.startswith("data:"):
+                            continue
+                        chunk = _parse_event(line[5:].strip(), state, chat)
+                        if chunk is not None:
+                            yield chunk
+                        if state.done:
+                            break
+                break
+            except UpstreamError:
+                raise
+            except httpx.RemoteProtocolError as exc:
+                # A keep-alive connection the server had closed fails before any
+                # response; that one request is safe to send again on a new connection.
+                if attempt == 1 and "without sending a response" in str(exc):
+                    continue
+                raise error_for_exception(exc) from exc
+            except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+                raise error_for_exception(exc) from exc
+        if not state.finished:
+            raise UpstreamError("upstream_disconnected", "stream ended before it finished")
+        yield GenerationChunk(text="", finish_reason="end", usage=state.usage or Usage())
+
+    def stream(self, request: GenerationRequest) -> Iterator[GenerationChunk]:
+        """The blocking twin of ``astream`` (run it in a worker thread)."""
+        path, body = self._endpoint_and_body(request)
+        chat = request.messages is not None
+        state = _SSEState()
+        client = self._sync_client()
+        for attempt in (1, 2):
+            try:
+                with client.stream("POST", path, json=body) as response:
+                    if response.status_code >= 400:
+                        raw = response.read().decode("utf-8", "replace")
+                        raise error_for_status(
+                            response.status_code, raw, response.headers.get("retry-after")
+                        )
+                    for line in response.iter_lines():
+                        if not line.startswith("data:"):
+                            continue
+                        chunk = _parse_event(line[5:].strip(), state, chat)
+                        if chunk is not None:
+                            yield chunk
+                        if state.done:
+                            break
+                break
+            except UpstreamError:
+                raise
+            except httpx.RemoteProtocolError as exc:
+                if attempt == 1 and "without sending a response" in str(exc):
+                    continue
+                raise error_for_exception(exc) from exc
+            except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+                raise error_for_exception(exc) from exc
+        if not state.finished:
+            raise UpstreamError("upstream_disconnected", "stream ended before it finished")
+        yield GenerationChunk(text="", finish_reason="end", usage=state.usage or Usage())
+
+    def count_tokens(self, text: str) -> int:
+        """A documented estimate: the remote tokenizer is unknown here.
+
+        One token per CJK character, one per ``chars_per_token`` (4) other characters,
+        rounded up. For English BPE tokenizers (GPT-4o, Qwen, Llama 3) this is within
+        about 15% and errs high on code and ids, which is the safe side for a
+        threshold (docs/resilience.md, "Token pre-count").
+        """
+        cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef")
+        return cjk + math.ceil((len(text) - cjk) / self.chars_per_token)

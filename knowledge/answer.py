@@ -1,0 +1,237 @@
+"""The L2 answerer: retrieval and the generation request, built in one step.
+
+``answer_plan`` runs inside the dialogue's worker thread. It retrieves the top
+passages, keeps the relevant ones, packs them (and their documents' summaries) into a
+prompt under a token budget, and returns the generation request with the citations.
+Nothing between retrieval and generation is stored: the plan lives only in this turn.
+
+With no passage clearing the relevance threshold the bot says it doesn't know and
+offers the large tier (reply "yes") or a person; it never answers policy from the
+model's own memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from inference.base import ChatMessage, GenerationRequest
+from inference.sanitize import prompt_sanitize
+
+from . import text as ktext
+from .retrieval import Passage, RetrievalResult, passages_retrieve
+
+logger = logging.getLogger(__name__)
+
+SYSTEM = {
+    "en": (
+        "You are the customer-service assistant of an online clothing shop. Answer the "
+        "shopper's question using only the facts in the passages from our help articles. "
+        "Reuse the passages' wording; add no facts, numbers or promises of your own. "
+        "Answer in English, in at most three short sentences, without mentioning the "
+        "passages. If they do not answer the question, say you don't know."
+    ),
+    "zh": (
+        "你是一家网上服装店的客服助手。只根据帮助文章中的段落回答顾客的问题，尽量沿用段落里的说法，"
+        "不要添加段落里没有的事实、数字或承诺。用中文回答，不超过三句话，不要提到“段落”。"
+        "如果段落没有回答这个问题，就说你不知道。"
+    ),
+}
+LABELS = {
+    "en": {"passages": "Passages", "question": "Question", "summary": "About"},
+    "zh": {"passages": "段落", "question": "问题", "summary": "文章概要"},
+}
+# Few-shot completion prompt for a base model (the fast role): one worked example.
+FEWSHOT = {
+    "en": (
+        "Shop answers, written only from the passage.\n\n"
+        "Passage: Gift cards: Gift cards never expire and can be used online or in any store.\n"
+        "Question: do gift cards run out after a year?\n"
+        "Answer: No, gift cards never expire, and you can use them online or in any store.\n\n"
+    ),
+    "zh": (
+        "只根据段落写出的客服回答。\n\n"
+        "段落：礼品卡：礼品卡永不过期，可在网店或任何门店使用。\n"
+        "问题：礼品卡一年后会失效吗？\n"
+        "回答：不会，礼品卡永不过期，可以在网店或任何门店使用。\n\n"
+    ),
+}
+DONT_KNOW = {
+    "en": (
+        "I couldn't find that in our help articles, so I won't guess. Reply \"yes\" and "
+        "I'll pass your question to our senior assistant, or ask for a person and our "
+        "support team will help."
+    ),
+    "zh": (
+        "我在帮助文章里没有找到答案，所以不想乱猜。"
+        "回复“是”，我会把问题转给高级助手；也可以要求转人工客服。"
+    ),
+}
+MODEL_DOWN = {
+    "en": "I can't write an answer right now, but this part of “{title}” should help: {snippet}",
+    "zh": "我现在无法生成回答，不过《{title}》的这一段应该有帮助：{snippet}",
+}
+OFFER_ACTIONS = ["offer:L3", "offer:human"]
+
+
+@dataclass
+class KnowledgeAnswer:
+    language: str
+    # The reply when there is no generation (don't know), or what goes out if the
+    # model fails mid-way (an excerpt of the best passage: grounded by construction).
+    text: str
+    generation: GenerationRequest | None = None
+    role: str = "fallback"
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    retrieval: dict[str, Any] = field(default_factory=dict)
+    passages: list[Passage] = field(default_factory=list)
+
+    @property
+    def answered(self) -> bool:
+        return self.generation is not None
+
+
+def context_select(
+    passages: list[Passage], *, budget: int, summaries: dict[int, str]
+) -> tuple[list[Passage], list[tuple[str, str]]]:
+    """Relevant passages in rank order while they fit the token budget (the first one
+    always, trimmed if it must be); then the documents' summaries if room is left."""
+    chosen: list[Passage] = []
+    used = 0
+    for passage in passages:
+        if not passage.relevant:
+            continue
+        cost = ktext.estimate_tokens(passage.text) + 8
+        if chosen and used + cost > budget:
+            continue
+        chosen.append(passage)
+        used += cost
+    extras: list[tuple[str, str]] = []
+    seen: set[int] = set()
+    for passage in chosen:
+        summary = summaries.get(passage.document_id, "")
+        if not summary or passage.document_id in seen:
+            continue
+        seen.add(passage.document_id)
+        cost = ktext.estimate_tokens(summary) + 6
+        if used + cost <= budget:
+            extras.append((passage.title, summary))
+            used += cost
+    return chosen, extras
+
+
+def _trim(text: str, budget: int) -> str:
+    if ktext.estimate_tokens(text) <= budget:
+        return text
+    words = text.split()
+    if ktext.has_cjk(text) and len(words) < 3:
+        return text[: budget - 1] + "…"
+    out: list[str] = []
+    for word in words:
+        out.append(word)
+        if ktext.estimate_tokens(" ".join(out)) >= budget:
+            break
+    return " ".join(out) + " …"
+
+
+def _passage_block(index: int, passage: Passage, budget: int) -> str:
+    lead = passage.title + (f" › {passage.heading}" if passage.heading else "")
+    return f"[{index}] {lead}: {_trim(' '.join(passage.text.split()), budget)}"
+
+
+def prompt_build(
+    *,
+    question: str,
+    language: str,
+    passages: list[Passage],
+    summaries: list[tuple[str, str]],
+    chat: bool,
+    budget: int,
+) -> GenerationRequest:
+    lang = language if language in SYSTEM else "en"
+    labels = LABELS[lang]
+    blocks = [_passage_block(i + 1, p, budget) for i, p in enumerate(passages)]
+    about = [f"{labels['summary']} {title}: {summary}" for title, summary in summaries]
+    question = prompt_sanitize(question)
+    max_tokens = settings.TIERDESK_KB_ANSWER_MAX_TOKENS
+    if chat:
+        user = f"{labels['passages']}:\n" + "\n".join(about + blocks)
+        user += f"\n\n{labels['question']}: {question}"
+        return GenerationRequest(
+            messages=(ChatMessage("system", SYSTEM[lang]), ChatMessage("user", user)),
+            max_tokens=max_tokens,
+            temperature=0.1,
+            seed=11,
+        )
+    passage_text = " ".join(b.split(": ", 1)[-1] for b in blocks)
+    if lang == "zh":
+        prompt = f"{FEWSHOT[lang]}段落：{passage_text}\n问题：{question}\n回答："
+    else:
+        prompt = f"{FEWSHOT[lang]}Passage: {passage_text}\nQuestion: {question}\nAnswer:"
+    return GenerationRequest(
+        prompt=prompt, max_tokens=max_tokens, temperature=0.1, stop=("\n",), seed=11
+    )
+
+
+def _is_chat_role(role: str) -> bool:
+    from inference.registry import get_backend
+
+    backend = get_backend(role)
+    return bool(getattr(backend, "chat", True))
+
+
+def answer_plan(
+    *,
+    question: str,
+    language: str,
+    role: str | None = None,
+    method: str = "hybrid",
+    retrieval: RetrievalResult | None = None,
+) -> KnowledgeAnswer:
+    """Retrieve and build the L2 generation request in one step (blocking)."""
+    lang = language if language in SYSTEM else "en"
+    role = role or settings.TIERDESK_KB_ANSWER_ROLE
+    result = retrieval or passages_retrieve(question=question, language=lang, method=method)
+    from .index import get_snapshot
+
+    snapshot = get_snapshot()
+    summaries = {
+        doc_id: part.summary for doc_id, part in snapshot.documents.items() if part.summary
+    }
+    budget = settings.TIERDESK_KB_CONTEXT_TOKENS
+    chosen, extras = context_select(result.passages, budget=budget, summaries=summaries)
+    explain = result.explain()
+    if not chosen:
+        return KnowledgeAnswer(
+            language=lang,
+            text=DONT_KNOW[lang],
+            actions=list(OFFER_ACTIONS),
+            retrieval=explain | {"answered": False},
+            passages=result.passages,
+        )
+    per_passage = max(60, budget // max(1, len(chosen)))
+    generation = prompt_build(
+        question=question,
+        language=lang,
+        passages=chosen,
+        summaries=extras,
+        chat=_is_chat_role(role),
+        budget=per_passage,
+    )
+    best = chosen[0]
+    fallback_text = MODEL_DOWN[lang].format(
+        title=best.title, snippet=_trim(" ".join(best.text.split()), 80)
+    )
+    return KnowledgeAnswer(
+        language=lang,
+        text=fallback_text,
+        generation=generation,
+        role=role,
+        citations=[p.citation() for p in chosen],
+        retrieval=explain | {"answered": True, "context": [p.chunk_id for p in chosen]},
+        passages=chosen,
+    )

@@ -1,0 +1,179 @@
+"""The RAG evaluation behind ``make eval-rag`` (docs/knowledge.md).
+
+Retrieval: for every labelled question, the documents of the top passages per method
+(dense, BM25, hybrid) give hit@1, hit@3 and MRR (over the top 10), per language.
+Out-of-scope questions (gold = null) give the abstention rate: the share for which no
+passage clears the relevance threshold, so the bot says it doesn't know.
+
+Answers: for a deterministic sample of questions, the real L2 prompt goes to a real
+model role; ``knowledge.grounding`` checks each answer against its cited passages.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+QUESTIONS = Path(__file__).resolve().parent / "eval" / "questions.jsonl"
+
+
+def questions_load(path: Path = QUESTIONS) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _doc_keys() -> dict[int, str]:
+    from .models import Document
+
+    return {pk: key or "" for pk, key in Document.objects.values_list("pk", "seed_key")}
+
+
+def retrieval_evaluate(
+    questions: list[dict[str, Any]], *, methods: tuple[str, ...] = ("dense", "bm25", "hybrid")
+) -> dict[str, Any]:
+    from .retrieval import passages_retrieve
+
+    keys = _doc_keys()
+    out: dict[str, Any] = {}
+    for method in methods:
+        per_lang: dict[str, dict[str, list[float]]] = {}
+        misses: list[dict[str, Any]] = []
+        for q in questions:
+            lang = q["language"]
+            bucket = per_lang.setdefault(
+                lang, {"hit1": [], "hit3": [], "rr": [], "abstain": [], "ms": [], "answered": []}
+            )
+            started = time.perf_counter()
+            result = passages_retrieve(
+                question=q["question"], language=lang, method=method, top_k=10
+            )
+            bucket["ms"].append((time.perf_counter() - started) * 1000)
+            docs = [keys.get(p.document_id, "") for p in result.passages]
+            top3 = result.passages[:3]
+            answered = any(p.relevant for p in top3)
+            if q["gold"] is None:
+                bucket["abstain"].append(0.0 if answered else 1.0)
+                continue
+            bucket["answered"].append(1.0 if answered else 0.0)
+            rank = next((i + 1 for i, d in enumerate(docs) if d == q["gold"]), None)
+            bucket["hit1"].append(1.0 if rank == 1 else 0.0)
+            bucket["hit3"].append(1.0 if rank is not None and rank <= 3 else 0.0)
+            bucket["rr"].append(1.0 / rank if rank else 0.0)
+            if method == "hybrid" and (rank is None or rank > 3 or not answered):
+                misses.append(
+                    {
+                        "id": q["id"],
+                        "question": q["question"],
+                        "gold": q["gold"],
+                        "got": docs[:3],
+                        "answered": answered,
+                    }
+                )
+        out[method] = {
+            lang: {
+                "questions": len(b["hit1"]),
+                "hit_at_1": _mean(b["hit1"]),
+                "hit_at_3": _mean(b["hit3"]),
+                "mrr": _mean(b["rr"]),
+                "answered_rate_in_scope": _mean(b["answered"]),
+                "out_of_scope_questions": len(b["abstain"]),
+                "abstain_rate_out_of_scope": _mean(b["abstain"]),
+                "latency_ms_p50": _pct(b["ms"], 50),
+            }
+            for lang, b in sorted(per_lang.items())
+        }
+        if method == "hybrid":
+            out["hybrid_misses"] = misses
+    return out
+
+
+def answers_evaluate(
+    questions: list[dict[str, Any]], *, role: str, sample_every: int = 3
+) -> dict[str, Any]:
+    """Generate real answers for every ``sample_every``-th labelled question."""
+    from inference.registry import get_backend
+
+    from .answer import answer_plan
+    from .grounding import answer_grounding
+
+    backend = get_backend(role)
+    backend.load()
+    picked = [q for q in questions if q["gold"] is not None][::sample_every]
+    per_lang: dict[str, dict[str, list[float]]] = {}
+    examples: list[dict[str, Any]] = []
+    for q in picked:
+        lang = q["language"]
+        bucket = per_lang.setdefault(
+            lang, {"grounded": [], "first_ms": [], "total_ms": [], "cited_gold": []}
+        )
+        plan = answer_plan(question=q["question"], language=lang, role=role)
+        if plan.generation is None:
+            bucket["grounded"].append(1.0)  # "don't know" claims nothing
+            bucket["cited_gold"].append(0.0)
+            examples.append(
+                {"id": q["id"], "answer": plan.text, "grounded": True, "answered": False}
+            )
+            continue
+        started = time.perf_counter()
+        first: float | None = None
+        parts: list[str] = []
+        for chunk in backend.stream(plan.generation):
+            if chunk.text and first is None:
+                first = (time.perf_counter() - started) * 1000
+            parts.append(chunk.text)
+        total = (time.perf_counter() - started) * 1000
+        answer = "".join(parts).strip()
+        grounding = answer_grounding(
+            answer, [p.text for p in plan.passages], question=q["question"]
+        )
+        bucket["grounded"].append(1.0 if grounding.grounded else 0.0)
+        bucket["first_ms"].append(first or total)
+        bucket["total_ms"].append(total)
+        gold_ids = {c["document_id"] for c in plan.citations}
+        keys = _doc_keys()
+        bucket["cited_gold"].append(1.0 if q["gold"] in {keys.get(i) for i in gold_ids} else 0.0)
+        examples.append(
+            {
+                "id": q["id"],
+                "question": q["question"],
+                "answer": answer,
+                "grounded": grounding.grounded,
+                "unsupported": [
+                    {"claim": c.text, "missing": c.missing_words[:8], "numbers": c.missing_numbers}
+                    for c in grounding.claims
+                    if not c.grounded
+                ],
+            }
+        )
+    all_grounded = [v for b in per_lang.values() for v in b["grounded"]]
+    return {
+        "role": role,
+        "model": backend.model_id,
+        "answers": len(all_grounded),
+        "groundedness": _mean(all_grounded),
+        "by_language": {
+            lang: {
+                "answers": len(b["grounded"]),
+                "groundedness": _mean(b["grounded"]),
+                "cites_gold_document": _mean(b["cited_gold"]),
+                "first_token_ms_p50": _pct(b["first_ms"], 50),
+                "first_token_ms_p95": _pct(b["first_ms"], 95),
+                "answer_ms_p50": _pct(b["total_ms"], 50),
+            }
+            for lang, b in sorted(per_lang.items())
+        },
+        "ungrounded_examples": [e for e in examples if not e["grounded"]][:10],
+        "sample_answers": examples[:6],
+    }
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(float(np.mean(values)), 4) if values else None
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 2) if values else None

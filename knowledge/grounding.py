@@ -1,0 +1,116 @@
+"""Is an answer grounded in the passages it cites? A script's answer, not a reader's.
+
+The answer is split into sentences; each sentence is a claim. A claim is grounded when
+every number in it appears in the cited passages and at least ``MIN_SUPPORT`` of its
+content words (stemmed English words, jieba words for Chinese) appear there too.
+Sentences that only say "I don't know" make no claim. An answer is grounded when all
+its claims are. Crude, deterministic and strict about numbers, which is where a small
+model invents most (prices, days, percentages).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from . import text as ktext
+
+MIN_SUPPORT = 0.7
+# A full stop ends a sentence only before whitespace or the end ("$4.99" is one claim).
+_SENTENCE = re.compile(r"(?<=[.!?;])(?:\s+|$)|(?<=[。！？；])|\n+")
+_REFUSAL = re.compile(
+    r"(don't know|do not know|not sure|couldn't find|can't find|no information|"
+    r"不知道|不确定|没有找到|无法回答|没有提到)",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Claim:
+    text: str
+    support: float
+    missing_words: list[str]
+    missing_numbers: list[str]
+
+    @property
+    def grounded(self) -> bool:
+        return not self.missing_numbers and self.support >= MIN_SUPPORT
+
+
+@dataclass
+class Grounding:
+    claims: list[Claim] = field(default_factory=list)
+
+    @property
+    def grounded(self) -> bool:
+        return all(c.grounded for c in self.claims)
+
+
+# Courtesy and framing carry no claim about the shop ("Sorry!", "Based on the
+# information provided, ...").
+_COURTESY = frozenset(
+    [
+        "sorri",
+        "glad",
+        "happi",
+        "welcom",
+        "great",
+        "sure",
+        "apolog",
+        "unfortun",
+        "hope",
+        "base",
+        "inform",
+        "provid",
+        "passag",
+        "accord",
+        "articl",
+        "mention",
+        "state",
+        "抱歉",
+        "不好意思",
+        "很高兴",
+        "希望",
+        "帮到",
+        "根据",
+        "段落",
+        "提到",
+        "信息",
+    ]
+)
+_LIST_MARKER = re.compile(r"^\(?\d{1,2}[.)]$")
+
+
+def _norm_number(value: str) -> str:
+    value = value.replace(",", "")
+    return value[:-3] if value.endswith(".00") else value
+
+
+def answer_grounding(answer: str, passages: list[str], *, question: str = "") -> Grounding:
+    """Words the answer repeats from the question are not claims about the shop
+    ("Yes, the boots can be worn in heavy rain" restates the question; it's the
+    passage that must back "yes"). Numbers must always come from the passages."""
+    source = "\n".join(passages)
+    echoed = set(ktext.index_tokens(question))
+    source_terms = set(ktext.index_tokens(source))
+    source_numbers = {_norm_number(n) for n in ktext.numbers(source)}
+    result = Grounding()
+    for sentence in _SENTENCE.split(answer):
+        sentence = sentence.strip()
+        if not sentence or _REFUSAL.search(sentence) or _LIST_MARKER.match(sentence):
+            continue
+        terms = [t for t in ktext.index_tokens(sentence) if t not in _COURTESY and t not in echoed]
+        nums = [_norm_number(n) for n in ktext.numbers(sentence)]
+        if not terms and not nums:
+            continue
+        missing = [t for t in terms if t not in source_terms]
+        support = 1.0 - len(missing) / len(terms) if terms else 1.0
+        result.claims.append(
+            Claim(
+                text=sentence,
+                support=support,
+                missing_words=missing,
+                missing_numbers=[n for n in nums if n not in source_numbers],
+            )
+        )
+    return result

@@ -1,0 +1,329 @@
+"""The in-process search index, built from the database, refreshed on version change.
+
+Each process holds one immutable ``IndexSnapshot``: a matrix of chunk embeddings, a
+BM25 index over jieba/stemmed terms, and a LlamaIndex ``TextNode`` per chunk. When
+``KnowledgeBaseVersion`` moves (checked at most every ``TIERDESK_KB_REFRESH_S``), the
+next search rebuilds the snapshot; per-document pieces are cached by
+(document, ingested version) so only changed documents are read again. Searches that
+are already running keep the snapshot they started with.
+
+To LlamaIndex the snapshot is a vector store (``SnapshotVectorStore``), so retrieval
+composes with its retrievers and the fusion retriever (``knowledge.retrieval``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from llama_index.core.schema import TextNode
+from llama_index.core.vector_stores.types import (
+    BasePydanticVectorStore,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryResult,
+)
+from pydantic import PrivateAttr
+
+from . import text as ktext
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class DocPart:
+    """One document's contribution to the index (cached across rebuilds)."""
+
+    document_id: int
+    ingested_version: int
+    title: str
+    language: str
+    summary: str
+    summary_vector: np.ndarray | None
+    nodes: list[TextNode]
+    vectors: np.ndarray
+    tokens: list[list[str]]
+
+
+@dataclass
+class IndexSnapshot:
+    version: int
+    nodes: list[TextNode] = field(default_factory=list)
+    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 384), dtype=np.float32))
+    languages: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype="<U4"))
+    token_sets: list[frozenset[str]] = field(default_factory=list)
+    bm25: Any = None
+    documents: dict[int, DocPart] = field(default_factory=dict)
+    row_of: dict[str, int] = field(default_factory=dict)
+    built_ms: float = 0.0
+    stamp: str = ""
+    _masks: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def mask(self, language: str | None) -> np.ndarray | None:
+        """Rows in ``language`` (float 0/1, the shape bm25s wants); None = all rows."""
+        if not language:
+            return None
+        cached = self._masks.get(language)
+        if cached is None:
+            cached = (self.languages == language).astype(np.float32)
+            self._masks[language] = cached
+        return cached
+
+    def has_language(self, language: str) -> bool:
+        mask = self.mask(language)
+        return bool(mask is not None and mask.any())
+
+
+def node_for(
+    *,
+    chunk_id: int | str,
+    document_id: int,
+    title: str,
+    language: str,
+    anchor: str,
+    heading: str,
+    text: str,
+) -> TextNode:
+    return TextNode(
+        id_=str(chunk_id),
+        text=text,
+        metadata={
+            "document_id": document_id,
+            "title": title,
+            "language": language,
+            "anchor": anchor,
+            "heading": heading,
+        },
+    )
+
+
+def snapshot_build(parts: list[DocPart], *, version: int, dim: int = 384) -> IndexSnapshot:
+    """Assemble a snapshot from per-document parts (also used by the benchmark)."""
+    import bm25s
+
+    started = time.perf_counter()
+    nodes: list[TextNode] = []
+    vectors: list[np.ndarray] = []
+    languages: list[str] = []
+    tokens: list[list[str]] = []
+    for part in parts:
+        nodes.extend(part.nodes)
+        vectors.append(part.vectors)
+        languages.extend([part.language] * len(part.nodes))
+        tokens.extend(part.tokens)
+    matrix = (
+        np.ascontiguousarray(np.vstack(vectors), dtype=np.float32)
+        if vectors
+        else np.zeros((0, dim), dtype=np.float32)
+    )
+    bm25 = None
+    if tokens:
+        bm25 = bm25s.BM25()
+        # An empty token list breaks bm25s; a placeholder term matches nothing real.
+        bm25.index([t or ["\x00"] for t in tokens], show_progress=False)
+    snapshot = IndexSnapshot(
+        version=version,
+        nodes=nodes,
+        matrix=matrix,
+        languages=np.array(languages, dtype="<U4"),
+        token_sets=[frozenset(t) for t in tokens],
+        bm25=bm25,
+        documents={p.document_id: p for p in parts},
+        row_of={n.node_id: i for i, n in enumerate(nodes)},
+    )
+    snapshot.built_ms = (time.perf_counter() - started) * 1000
+    return snapshot
+
+
+# -- the per-process index ---------------------------------------------------------------------
+_lock = threading.Lock()
+_snapshot: IndexSnapshot | None = None
+_parts: dict[int, DocPart] = {}
+_checked_at = 0.0
+
+
+def _db_version() -> tuple[int, str]:
+    """The version and its timestamp: a counter alone can repeat after a rolled-back
+    transaction (tests) or a restored backup, and then a stale index would look current."""
+    from .models import KnowledgeBaseVersion
+
+    row = KnowledgeBaseVersion.objects.filter(pk=1).values_list("version", "updated_at").first()
+    if row is None:
+        return 0, ""
+    return int(row[0]), row[1].isoformat() if row[1] else ""
+
+
+def _load_part(document: Any) -> DocPart:
+    from .embedding import from_bytes
+    from .models import Chunk
+
+    rows = list(
+        Chunk.objects.filter(document_id=document.pk)
+        .order_by("position")
+        .values_list("pk", "anchor", "heading", "text", "embedding")
+    )
+    nodes = [
+        node_for(
+            chunk_id=pk,
+            document_id=document.pk,
+            title=document.title,
+            language=document.language,
+            anchor=anchor,
+            heading=heading,
+            text=text,
+        )
+        for pk, anchor, heading, text, _ in rows
+    ]
+    vectors = (
+        np.vstack([np.frombuffer(bytes(e), dtype="<f4") for *_, e in rows])
+        if rows
+        else np.zeros((0, 384), dtype=np.float32)
+    )
+    tokens = [
+        ktext.index_tokens(f"{document.title} {heading} {text}") for _, _, heading, text, _ in rows
+    ]
+    return DocPart(
+        document_id=document.pk,
+        ingested_version=document.ingested_version,
+        title=document.title,
+        language=document.language,
+        summary=document.summary,
+        summary_vector=from_bytes(document.summary_embedding),
+        nodes=nodes,
+        vectors=vectors,
+        tokens=tokens,
+    )
+
+
+def _rebuild(version: int) -> IndexSnapshot:
+    from .models import Document
+
+    documents = list(
+        Document.objects.filter(chunk_count__gt=0)
+        .exclude(ingested_hash="")
+        .only("pk", "title", "language", "summary", "summary_embedding", "ingested_version")
+    )
+    parts: list[DocPart] = []
+    for document in documents:
+        cached = _parts.get(document.pk)
+        if (
+            cached is None
+            or cached.ingested_version != document.ingested_version
+            or cached.title != document.title
+        ):
+            cached = _load_part(document)
+            _parts[document.pk] = cached
+        parts.append(cached)
+    live = {d.pk for d in documents}
+    for stale in set(_parts) - live:
+        _parts.pop(stale, None)
+    snapshot = snapshot_build(parts, version=version)
+    logger.info(
+        "knowledge index v%d: %d chunks from %d documents in %.0f ms",
+        version,
+        len(snapshot),
+        len(parts),
+        snapshot.built_ms,
+    )
+    return snapshot
+
+
+def get_snapshot(*, force_check: bool = False) -> IndexSnapshot:
+    """The current snapshot; blocks (database + CPU): never call on the event loop."""
+    global _snapshot, _checked_at
+    now = time.monotonic()
+    current = _snapshot
+    if (
+        current is not None
+        and not force_check
+        and now - _checked_at < settings.TIERDESK_KB_REFRESH_S
+    ):
+        return current
+    with _lock:
+        version, stamp = _db_version()
+        _checked_at = time.monotonic()
+        if _snapshot is None or (_snapshot.version, _snapshot.stamp) != (version, stamp):
+            _snapshot = _rebuild(version)
+            _snapshot.stamp = stamp
+        return _snapshot
+
+
+def reset() -> None:
+    """Forget the snapshot and cached parts (tests, after swapping the database)."""
+    global _snapshot, _checked_at
+    with _lock:
+        _snapshot = None
+        _parts.clear()
+        _checked_at = 0.0
+
+
+def install(snapshot: IndexSnapshot) -> None:
+    """Serve a prepared snapshot (the benchmark's synthetic index) until the next
+    version check finds the database elsewhere; pair with a large refresh interval."""
+    global _snapshot, _checked_at
+    with _lock:
+        _snapshot = snapshot
+        _checked_at = time.monotonic()
+
+
+# -- LlamaIndex vector store ---------------------------------------------------------------------
+class SnapshotVectorStore(BasePydanticVectorStore):
+    """A read-only LlamaIndex vector store over one snapshot's embedding matrix.
+
+    Writes go through ``knowledge.services`` (the database is the system of record), so
+    ``add`` and ``delete`` refuse. Filters: ``language`` (exact match) only."""
+
+    stores_text: bool = True
+    is_embedding_query: bool = True
+    _snapshot: IndexSnapshot = PrivateAttr()
+
+    def __init__(self, snapshot: IndexSnapshot, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._snapshot = snapshot
+
+    @property
+    def client(self) -> Any:
+        return None
+
+    def add(self, nodes: Any, **kwargs: Any) -> list[str]:
+        raise NotImplementedError("ingest documents through knowledge.services")
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        raise NotImplementedError("delete documents through knowledge.services")
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        snap = self._snapshot
+        k = min(int(query.similarity_top_k or 1), len(snap))
+        if k == 0 or query.query_embedding is None:
+            return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
+        vector = np.asarray(query.query_embedding, dtype=np.float32)
+        scores = snap.matrix @ vector
+        language = _language_filter(query.filters)
+        mask = snap.mask(language)
+        if mask is not None:
+            scores = np.where(mask > 0, scores, -np.inf)
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        top = top[np.argsort(-scores[top], kind="stable")]
+        rows = [int(i) for i in top if np.isfinite(scores[i])]
+        return VectorStoreQueryResult(
+            nodes=[snap.nodes[i] for i in rows],
+            similarities=[float(scores[i]) for i in rows],
+            ids=[snap.nodes[i].node_id for i in rows],
+        )
+
+
+def _language_filter(filters: MetadataFilters | None) -> str | None:
+    if not filters:
+        return None
+    for item in filters.filters:
+        if getattr(item, "key", None) == "language":
+            return str(getattr(item, "value", "")) or None
+    return None

@@ -1,0 +1,132 @@
+"""The knowledge base: documents, their chunks and the knowledge-base version.
+
+The database is the system of record. Every process keeps an in-memory search index
+built from these rows (``knowledge.index``) and rebuilds it when
+``KnowledgeBaseVersion`` moves, so an edit in Django admin reaches every Daphne
+process within ``TIERDESK_KB_REFRESH_S`` seconds, without a restart.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from django.db import models
+
+
+class KnowledgeBaseVersion(models.Model):
+    """A single row; bumped (in the same transaction) by every change that alters
+    what retrieval can return: an ingestion that finished, a deletion."""
+
+    version = models.PositiveBigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "knowledge-base version"
+
+    def __str__(self) -> str:
+        return f"knowledge base v{self.version}"
+
+
+class Document(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        INGESTING = "ingesting", "ingesting"
+        READY = "ready", "ready"
+        FAILED = "failed", "failed"
+
+    class Format(models.TextChoices):
+        TEXT = "text", "plain text"
+        MARKDOWN = "markdown", "Markdown"
+        HTML = "html", "HTML"
+        PDF = "pdf", "PDF"
+
+    class Language(models.TextChoices):
+        EN = "en", "English"
+        ZH = "zh", "Chinese"
+
+    title = models.CharField(max_length=200)
+    language = models.CharField(max_length=8, choices=Language.choices, default=Language.EN)
+    # Either an uploaded file or pasted text; the format says how to parse it.
+    file = models.FileField(upload_to="knowledge/%Y/%m/", blank=True)
+    text = models.TextField(blank=True, help_text="Pasted text (used when no file is uploaded).")
+    source_format = models.CharField(max_length=16, choices=Format.choices, default=Format.TEXT)
+    # Where the content came from (a URL, a file in third_party/...): shown to admins.
+    origin = models.CharField(max_length=300, blank=True)
+    # Stable key for documents the demo seed owns, so re-seeding never duplicates.
+    seed_key = models.CharField(max_length=80, blank=True, null=True, unique=True)
+
+    # sha256 of title, language, format and content: ingestion skips a document whose
+    # chunks were already built from exactly this hash.
+    content_hash = models.CharField(max_length=64, blank=True)
+    # Bumped whenever content_hash changes (an edit), so a stale task can tell.
+    version = models.PositiveIntegerField(default=1)
+    ingested_hash = models.CharField(max_length=64, blank=True)
+    ingested_version = models.PositiveIntegerField(default=0)
+
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True
+    )
+    error = models.TextField(blank=True)
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0)
+
+    summary = models.TextField(blank=True)
+    summary_embedding = models.BinaryField(null=True, blank=True, editable=False)
+    chunk_count = models.PositiveIntegerField(default=0)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    ingested_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["title"]
+        indexes = [models.Index(fields=["language", "status"])]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def is_file(self) -> bool:
+        return bool(self.file)
+
+    @staticmethod
+    def format_for_name(name: str) -> str:
+        suffix = Path(name).suffix.lower()
+        return {
+            ".pdf": Document.Format.PDF,
+            ".html": Document.Format.HTML,
+            ".htm": Document.Format.HTML,
+            ".md": Document.Format.MARKDOWN,
+            ".markdown": Document.Format.MARKDOWN,
+        }.get(suffix, Document.Format.TEXT)
+
+
+class Chunk(models.Model):
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    position = models.PositiveIntegerField()
+    # Where in the document the chunk is: "returns-policy" (a heading), "p3" (a PDF
+    # page) or "s2" (a section of plain text); "#<position>" is appended when a
+    # section has several chunks. Citations link to it.
+    anchor = models.CharField(max_length=160)
+    heading = models.CharField(max_length=200, blank=True)
+    text = models.TextField()
+    token_count = models.PositiveIntegerField(default=0)
+    # float32, L2-normalised, little-endian: portable across SQLite and PostgreSQL.
+    embedding = models.BinaryField()
+    # The document content the chunk was built from.
+    content_hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["document_id", "position"]
+        constraints = [
+            # Retries and re-deliveries can never leave two chunks in one place.
+            models.UniqueConstraint(fields=["document", "position"], name="chunk_unique_position")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}:{self.anchor}"
+
+    def vector(self) -> np.ndarray:
+        return np.frombuffer(bytes(self.embedding), dtype="<f4")

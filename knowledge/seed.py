@@ -1,0 +1,158 @@
+"""The demo knowledge base: FAQ and policy articles, the store policy, Chinese articles.
+
+- ``seed_data/en/*.md``: FAQ and policy articles written from the ABCD agent
+  guidelines (third_party/abcd/guidelines.json: the pricing, membership, timing and
+  policy FAQs, the jeans / boots / shirt / jacket FAQs, and the refund, shipping,
+  subscription, account and troubleshooting flows). The guidelines name the questions
+  and the rules; the wording and the shop's numbers are ours.
+- third_party/tau_bench_retail/wiki.md: the store's customer-service policy, as is.
+- ``seed_data/zh/*.md``: Chinese articles on returns, membership, shipping, care,
+  sizes, refunds and account security.
+
+Idempotent: documents are keyed by ``seed_key``; an existing one is never overwritten
+(support admins may have edited it). New ones are queued for ingestion, or ingested
+right here with ``ingest_now`` (tests, the evaluation, the benchmark).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+
+from .models import Document
+
+SEED_DIR = Path(__file__).resolve().parent / "seed_data"
+ABCD = "third_party/abcd/guidelines.json"
+
+# (seed key, language, title, file, origin)
+ARTICLES: list[tuple[str, str, str, str, str]] = [
+    ("en-pricing-faq", "en", "Pricing FAQ", "en/pricing-faq.md", ABCD + " (Pricing FAQ)"),
+    (
+        "en-membership-faq",
+        "en",
+        "Membership FAQ",
+        "en/membership-faq.md",
+        ABCD + " (Membership FAQ)",
+    ),
+    ("en-timing-faq", "en", "Timing FAQ", "en/timing-faq.md", ABCD + " (Timing FAQ)"),
+    ("en-policy-faq", "en", "Policy FAQ", "en/policy-faq.md", ABCD + " (Policy FAQ)"),
+    ("en-jeans-faq", "en", "Jeans FAQ", "en/jeans-faq.md", ABCD + " (Jeans FAQ)"),
+    ("en-boots-faq", "en", "Boots FAQ", "en/boots-faq.md", ABCD + " (Boots FAQ)"),
+    ("en-shirt-faq", "en", "Shirt FAQ", "en/shirt-faq.md", ABCD + " (Shirt FAQ)"),
+    ("en-jacket-faq", "en", "Jacket FAQ", "en/jacket-faq.md", ABCD + " (Jacket FAQ)"),
+    (
+        "en-returns",
+        "en",
+        "Returns and exchanges by membership level",
+        "en/returns-by-membership.md",
+        ABCD + " (Product Defect: returns)",
+    ),
+    ("en-refunds", "en", "Refunds: methods and status", "en/refunds.md", ABCD + " (refunds)"),
+    (
+        "en-shipping",
+        "en",
+        "Shipping fees, upgrades and missing packages",
+        "en/shipping-and-delivery.md",
+        ABCD + " (Shipping Issue, Order Issue)",
+    ),
+    (
+        "en-subscription",
+        "en",
+        "Premium subscription billing",
+        "en/premium-subscription.md",
+        ABCD + " (Subscription Inquiry)",
+    ),
+    (
+        "en-account-access",
+        "en",
+        "Username, password and two-factor authentication",
+        "en/account-access.md",
+        ABCD + " (Account Access)",
+    ),
+    (
+        "en-troubleshooting",
+        "en",
+        "Website and checkout troubleshooting",
+        "en/website-troubleshooting.md",
+        ABCD + " (Troubleshoot Site)",
+    ),
+    (
+        "en-promo-prices",
+        "en",
+        "Promo codes, price changes and out-of-stock items",
+        "en/promo-codes-and-prices.md",
+        ABCD + " (Purchase Dispute)",
+    ),
+    (
+        "en-account-profile",
+        "en",
+        "Changing your account details",
+        "en/account-profile.md",
+        ABCD + " (Manage Account)",
+    ),
+    ("zh-returns", "zh", "退换货政策", "zh/returns.md", "Tierdesk demo"),
+    ("zh-membership", "zh", "会员等级与权益", "zh/membership.md", "Tierdesk demo"),
+    ("zh-shipping", "zh", "运费与配送时间", "zh/shipping.md", "Tierdesk demo"),
+    (
+        "zh-care-jeans-shirts",
+        "zh",
+        "牛仔裤和衬衫的洗涤保养",
+        "zh/care-jeans-shirts.md",
+        "Tierdesk demo",
+    ),
+    (
+        "zh-care-jackets-boots",
+        "zh",
+        "夹克和靴子的保养",
+        "zh/care-jackets-boots.md",
+        "Tierdesk demo",
+    ),
+    ("zh-sizes-stock", "zh", "尺码与库存", "zh/sizes-stock.md", "Tierdesk demo"),
+    ("zh-refunds-payment", "zh", "退款方式与到账时间", "zh/refunds-payment.md", "Tierdesk demo"),
+    ("zh-account-security", "zh", "账户安全与密码", "zh/account-security.md", "Tierdesk demo"),
+]
+STORE_POLICY = (
+    "store-policy",
+    "en",
+    "Store customer-service policy",
+    "third_party/tau_bench_retail/wiki.md",
+    "sierra-research/tau-bench @ 59a200c6, tau_bench/envs/retail/wiki.md (MIT)",
+)
+
+
+def article_path(relative: str) -> Path:
+    if relative.startswith("third_party/"):
+        return Path(settings.BASE_DIR) / relative
+    return SEED_DIR / relative
+
+
+def knowledge_seed(*, ingest_now: bool = False, keys: list[str] | None = None) -> dict[str, int]:
+    """Create the missing demo documents (all, or those in ``keys``); with
+    ``ingest_now`` also ingest every document that is not ready, in this process."""
+    from . import services
+
+    created = 0
+    for key, language, title, relative, origin in [*ARTICLES, STORE_POLICY]:
+        if keys is not None and key not in keys:
+            continue
+        if Document.objects.filter(seed_key=key).exists():
+            continue
+        path = article_path(relative)
+        services.document_create(
+            title=title,
+            language=language,
+            text=path.read_text(encoding="utf-8"),
+            source_format=Document.Format.MARKDOWN,
+            origin=origin,
+            seed_key=key,
+        )
+        created += 1
+    ingested = 0
+    if ingest_now:
+        for document_id in Document.objects.exclude(status=Document.Status.READY).values_list(
+            "pk", flat=True
+        ):
+            outcome = services.document_ingest(document_id=document_id)
+            ingested += outcome.result == "ready"
+    return {"created": created, "ingested": ingested, "documents": Document.objects.count()}

@@ -1,0 +1,309 @@
+"""Writes for the knowledge base: documents, ingestion, the knowledge-base version.
+
+Ingestion is idempotent and atomic where it matters: parsing, chunking, embedding and
+the summary run outside any transaction (they are slow), then one transaction swaps
+the document's chunks and marks it ready. A worker killed before that commit leaves
+the old chunks (or none) in place, never a half-written set; the re-delivered task
+does the whole job again. A unique (document, position) constraint makes a duplicate
+chunk impossible even if two deliveries race.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from . import ingest
+from .ingest import IngestError
+from .models import Chunk, Document, KnowledgeBaseVersion
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "IngestError",
+    "document_create",
+    "document_delete",
+    "document_fail",
+    "document_ingest",
+    "document_reingest",
+    "document_save",
+    "kb_version_bump",
+]
+
+
+def kb_version_bump() -> int:
+    """Every process rebuilds its index when this moves. Call inside the transaction
+    that changed the chunks, so a process never sees the new version without them."""
+    row, _ = KnowledgeBaseVersion.objects.get_or_create(pk=1)
+    KnowledgeBaseVersion.objects.filter(pk=1).update(
+        version=F("version") + 1, updated_at=timezone.now()
+    )
+    row.refresh_from_db()
+    return int(row.version)
+
+
+def document_bytes(document: Document) -> bytes:
+    if document.file:
+        document.file.open("rb")
+        try:
+            return bytes(document.file.read())
+        finally:
+            document.file.close()
+    return document.text.encode("utf-8")
+
+
+def content_hash_of(*, title: str, language: str, source_format: str, data: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in (title.strip(), language, source_format):
+        digest.update(part.encode("utf-8") + b"\0")
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def _enqueue(document_id: int, *, force: bool = False) -> None:
+    from .tasks import document_ingest_task
+
+    # After commit: the worker must find the row (and the file) we just wrote.
+    document_ingest_task.delay_on_commit(document_id, force)
+
+
+def document_save(*, document: Document, force: bool = False) -> Document:
+    """Save a created or edited document; (re-)ingest it when its content changed.
+
+    The admin calls this for every save. An unchanged document (same hash) keeps its
+    chunks and is not re-ingested, unless ``force``."""
+    if document.file and document.source_format == Document.Format.TEXT:
+        document.source_format = Document.format_for_name(document.file.name or "")
+    new_hash = content_hash_of(
+        title=document.title,
+        language=document.language,
+        source_format=document.source_format,
+        data=document_bytes(document),
+    )
+    changed = new_hash != document.content_hash
+    with transaction.atomic():
+        if changed:
+            if document.pk is not None:
+                document.version = (
+                    Document.objects.filter(pk=document.pk)
+                    .values_list("version", flat=True)
+                    .first()
+                    or document.version
+                ) + 1
+            document.content_hash = new_hash
+        if changed or force:
+            document.status = Document.Status.PENDING
+            document.error = ""
+            document.progress_done = 0
+            document.progress_total = 0
+        document.save()
+        if changed or force:
+            _enqueue(document.pk, force=force)
+    return document
+
+
+def document_create(
+    *,
+    title: str,
+    language: str = "en",
+    text: str = "",
+    file_name: str = "",
+    file_bytes: bytes | None = None,
+    source_format: str = "",
+    origin: str = "",
+    seed_key: str | None = None,
+) -> Document:
+    document = Document(
+        title=title,
+        language=language,
+        text=text if file_bytes is None else "",
+        origin=origin,
+        seed_key=seed_key,
+        source_format=source_format
+        or (Document.format_for_name(file_name) if file_name else Document.Format.TEXT),
+    )
+    if file_bytes is not None:
+        document.file.save(file_name or "upload.txt", ContentFile(file_bytes), save=False)
+    return document_save(document=document)
+
+
+def document_delete(*, document_id: int) -> None:
+    """Chunks go with the document (cascade); the version bump tells every process."""
+    with transaction.atomic():
+        document = Document.objects.select_for_update().filter(pk=document_id).first()
+        if document is None:
+            return
+        stored_file = document.file.name if document.file else ""
+        storage = document.file.storage if document.file else None
+        document.delete()
+        kb_version_bump()
+        if storage is not None and stored_file:
+            transaction.on_commit(lambda: storage.delete(stored_file))
+
+
+def document_reingest(*, document_ids: list[int], force: bool = True) -> int:
+    """Queue ingestion again (admin action). ``force`` rebuilds even unchanged content,
+    e.g. after the embedding model or the chunk size changed."""
+    count = 0
+    with transaction.atomic():
+        for document_id in document_ids:
+            updated = Document.objects.filter(pk=document_id).update(
+                status=Document.Status.PENDING, error="", progress_done=0, progress_total=0
+            )
+            if updated:
+                _enqueue(document_id, force=force)
+                count += 1
+    return count
+
+
+def document_fail(*, document_id: int, error: str) -> None:
+    Document.objects.filter(pk=document_id).update(
+        status=Document.Status.FAILED, error=error[:2000], updated_at=timezone.now()
+    )
+
+
+def document_retrying(*, document_id: int, error: str, attempt: int) -> None:
+    Document.objects.filter(pk=document_id).update(
+        status=Document.Status.PENDING,
+        error=f"attempt {attempt} failed, retrying: {error}"[:2000],
+    )
+
+
+def _progress(document_id: int, done: int, total: int) -> None:
+    Document.objects.filter(pk=document_id).update(progress_done=done, progress_total=total)
+
+
+@dataclass
+class IngestOutcome:
+    result: str  # ready | skipped | stale | missing
+    chunks: int = 0
+    seconds: float = 0.0
+
+
+def document_ingest(*, document_id: int, force: bool = False) -> IngestOutcome:
+    """Parse, chunk, embed and summarise one document, then swap its chunks in.
+
+    Idempotent: content already ingested (same hash) is skipped; a document edited
+    while we worked is left to the task its edit queued ("stale")."""
+    from . import embedding
+
+    started = time.perf_counter()
+    document = Document.objects.filter(pk=document_id).first()
+    if document is None:
+        return IngestOutcome("missing")
+    if (
+        not force
+        and document.status == Document.Status.READY
+        and document.ingested_hash == document.content_hash
+    ):
+        return IngestOutcome("skipped", document.chunk_count)
+    version, content_hash = document.version, document.content_hash
+    Document.objects.filter(pk=document_id).update(
+        status=Document.Status.INGESTING,
+        progress_done=0,
+        progress_total=0,
+        attempts=F("attempts") + 1,
+    )
+
+    sections = ingest.document_sections(
+        data=document_bytes(document), source_format=document.source_format
+    )
+    drafts = ingest.sections_chunk(sections)
+    # +1: the summary is the last step.
+    total = len(drafts) + 1
+    _progress(document_id, 0, total)
+
+    texts = [
+        ingest.embedding_text(title=document.title, heading=d.heading, text=d.text) for d in drafts
+    ]
+    vectors: list[Any] = []
+    batch = 16
+    for start in range(0, len(texts), batch):
+        vectors.extend(embedding.embed_texts(texts[start : start + batch]))
+        _progress(document_id, min(start + batch, len(texts)), total)
+
+    summary = document_summarise(document=document, sections=sections)
+    summary_vector = embedding.embed_texts([f"{document.title}\n{summary}"])[0]
+
+    with transaction.atomic():
+        locked = Document.objects.select_for_update().filter(pk=document_id).first()
+        if locked is None:
+            return IngestOutcome("missing")
+        if locked.version != version or locked.content_hash != content_hash:
+            return IngestOutcome("stale")
+        Chunk.objects.filter(document_id=document_id).delete()
+        Chunk.objects.bulk_create(
+            [
+                Chunk(
+                    document_id=document_id,
+                    position=d.position,
+                    anchor=d.anchor,
+                    heading=d.heading,
+                    text=d.text,
+                    token_count=d.token_count,
+                    embedding=embedding.to_bytes(vector),
+                    content_hash=content_hash,
+                )
+                for d, vector in zip(drafts, vectors, strict=True)
+            ]
+        )
+        Document.objects.filter(pk=document_id).update(
+            status=Document.Status.READY,
+            error="",
+            summary=summary,
+            summary_embedding=embedding.to_bytes(summary_vector),
+            chunk_count=len(drafts),
+            ingested_hash=content_hash,
+            ingested_version=version,
+            ingested_at=timezone.now(),
+            progress_done=total,
+            progress_total=total,
+        )
+        kb_version_bump()
+    seconds = time.perf_counter() - started
+    logger.info("ingested document %s (%d chunks) in %.2fs", document_id, len(drafts), seconds)
+    return IngestOutcome("ready", len(drafts), seconds)
+
+
+def document_summarise(*, document: Document, sections: list[ingest.Section]) -> str:
+    """At most TIERDESK_KB_SUMMARY_WORDS words, by the fast model (SPEC); an
+    extractive summary when the model is off, fails, or writes something unusable."""
+    max_words = settings.TIERDESK_KB_SUMMARY_WORDS
+    fallback = ingest.summary_fallback(
+        sections=sections, language=document.language, max_words=max_words
+    )
+    role = settings.TIERDESK_KB_SUMMARY_ROLE
+    if not role:
+        return fallback
+    from inference.base import GenerationRequest, InferenceError
+    from inference.registry import get_backend
+
+    body = "\n".join(s.text for s in sections)
+    prompt = ingest.summary_prompt(title=document.title, body=body, language=document.language)
+    try:
+        backend = get_backend(role)
+        complete = getattr(backend, "complete", None)
+        request = GenerationRequest(
+            prompt=prompt, max_tokens=90, temperature=0.1, stop=("\n",), seed=7
+        )
+        if complete is not None:
+            raw, _usage = complete(request)
+        else:
+            raw = "".join(chunk.text for chunk in backend.stream(request))
+    except InferenceError as exc:
+        logger.warning("summary model failed for document %s: %s", document.pk, exc)
+        return fallback
+    summary = ingest.summary_clean(raw, language=document.language, max_words=max_words)
+    if not ingest.summary_usable(summary, body=body):
+        logger.info("summary of document %s unusable (%r); extractive", document.pk, summary)
+        return fallback
+    return summary

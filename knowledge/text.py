@@ -1,0 +1,185 @@
+"""Text processing shared by indexing, querying and the groundedness check.
+
+English: lower-cased words, stop words dropped, Snowball-stemmed (PyStemmer).
+Chinese: jieba's search-mode segmentation (overlapping words, so "牛仔裤" also
+yields "牛仔"), stop words and punctuation dropped. Mixed text is split into CJK and
+non-CJK runs and each run goes through its own path, so a Chinese question that
+names "Gold" or "$20" still matches.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from functools import lru_cache
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_RUNS = re.compile(rf"[{_CJK}]+|[^{_CJK}]+")
+_IS_CJK = re.compile(rf"[{_CJK}]")
+_WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Function words plus the politeness and filler of shopper questions ("hi, could you
+# please tell me ..."): none of them says what the question is about.
+EN_STOPWORDS = _wordset(
+    """
+    a an and are as at be but by for if in into is it no not of on or such that the their
+    then there these they this to was will with i me my we our you your yours he she him
+    her his its them what which who whom when where why how do does did doing done have has
+    had having can could would should shall may might must am been being so than too very
+    just also any some all each both few more most other only own same s t don now hi hello
+    hey please thanks thank kindly tell know want wanted need like wondering wonder
+    question ask asking help let get got there's i'm it's i'd i've anyone someone something
+    anything about from up down out over again further once here whether yes ok okay oh
+    well really actually still much many
+    """
+)
+ZH_STOPWORDS = _wordset(
+    """
+    的 了 吗 呢 吧 啊 呀 嘛 么 是 在 有 和 与 及 或 就 都 也 还 又 很 把 被 给 对 从 向
+    为 为了 以 之 其 这 那 这个 那个 这些 那些 哪 哪些 什么 怎么 怎样 怎么样 如何 多少 几
+    我 我们 你 你们 您 他 她 它 他们 请问 请 麻烦 想 想要 想问 问 问下 问一下 一下 下 可以
+    能 能否 能不能 是否 会 会不会 要 需要 吗？ 谢谢 你好 您好 嗨 哈 呃 嗯 一个 个 吧 啦 哦
+    如果 的话 时候 现在 已经 还是 然后 所以 但是 因为 可能 应该 多久 多长 哪几个
+    哪几种 几种 多大 几天 有没有 是不是 什么样 怎么办 办
+    """
+)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+_jieba_lock = threading.Lock()
+_jieba_ready = False
+
+
+def _jieba() -> Any:
+    global _jieba_ready
+    import jieba
+
+    if not _jieba_ready:
+        with _jieba_lock:
+            if not _jieba_ready:
+                jieba.setLogLevel(logging.WARNING)
+                jieba.initialize()
+                _jieba_ready = True
+    return jieba
+
+
+def has_cjk(text: str) -> bool:
+    return bool(_IS_CJK.search(text))
+
+
+def _en_words(run: str) -> list[str]:
+    return _WORD.findall(run.lower())
+
+
+def _zh_words(run: str) -> list[str]:
+    return [w for w in _jieba().lcut_for_search(run) if w.strip()]
+
+
+def words(text: str) -> list[str]:
+    """All words, stop words included (for the groundedness check)."""
+    out: list[str] = []
+    for run in _RUNS.findall(text):
+        out.extend(_zh_words(run) if _IS_CJK.match(run) else _en_words(run))
+    return out
+
+
+def content_words(text: str) -> list[str]:
+    """Words that carry meaning: stop words, politeness and punctuation dropped."""
+    out: list[str] = []
+    for run in _RUNS.findall(text):
+        if _IS_CJK.match(run):
+            out.extend(w for w in _zh_words(run) if w not in ZH_STOPWORDS)
+        else:
+            out.extend(
+                w for w in _en_words(run) if w not in EN_STOPWORDS and (len(w) > 1 or w.isdigit())
+            )
+    return out
+
+
+def _bigrams(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def index_tokens(text: str) -> list[str]:
+    """BM25 terms: content words with English words stemmed; Chinese runs also give
+    their character bigrams, the standard remedy when the question and the article
+    segment differently ("裤长" / "裤子长度", "补一次货" / "补货")."""
+    stem = _stemmer().stemWord
+    out: list[str] = []
+    for run in _RUNS.findall(text):
+        if _IS_CJK.match(run):
+            out.extend(w for w in _zh_words(run) if w not in ZH_STOPWORDS)
+            out.extend(b for b in _bigrams(run) if b not in ZH_STOPWORDS)
+        else:
+            out.extend(
+                w if w[0].isdigit() else stem(w)
+                for w in _en_words(run)
+                if w not in EN_STOPWORDS and (len(w) > 1 or w.isdigit())
+            )
+    return out
+
+
+def keyword_coverage(keywords: list[str], passage: str, passage_terms: frozenset[str]) -> float:
+    """Share of the question's keywords found in a passage: English keywords by stem,
+    Chinese ones as substrings (no segmentation mismatch possible)."""
+    if not keywords:
+        return 0.0
+    stem = _stemmer().stemWord
+    found = 0
+    for word in keywords:
+        if _IS_CJK.match(word):
+            found += word in passage
+        else:
+            found += (word if word[0].isdigit() else stem(word)) in passage_terms
+    return found / len(keywords)
+
+
+def question_keywords(text: str) -> list[str]:
+    """The question as intent keywords (SPEC): what it is about, without the filler.
+
+    Chinese is segmented in jieba's precise mode here (no overlapping sub-words, so
+    coverage isn't inflated). Order is kept and duplicates dropped; an empty result (a
+    question made only of filler) falls back to all words."""
+    seen: dict[str, None] = {}
+    for run in _RUNS.findall(text):
+        if _IS_CJK.match(run):
+            for word in _jieba().lcut(run):
+                if word.strip() and word not in ZH_STOPWORDS:
+                    seen.setdefault(word, None)
+        else:
+            for word in _en_words(run):
+                if word not in EN_STOPWORDS and (len(word) > 1 or word.isdigit()):
+                    seen.setdefault(word, None)
+    if not seen:
+        for word in words(text):
+            seen.setdefault(word, None)
+    return list(seen)
+
+
+def numbers(text: str) -> list[str]:
+    return [n.replace(",", "") for n in _NUMBER.findall(text)]
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap, slightly pessimistic token count for budgeting prompts: CJK characters
+    count one each, other words 1.4 (sub-word splits), punctuation adds a little."""
+    cjk = len(_IS_CJK.findall(text))
+    other = len(re.findall(r"[A-Za-z0-9]+", text))
+    punct = len(re.findall(r"[^\w\s]", text))
+    return int(cjk + other * 1.4 + punct * 0.5) + 1

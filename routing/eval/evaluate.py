@@ -1,0 +1,200 @@
+"""Router evaluation on the labelled set in this folder (``make eval-router``).
+
+``train.tsv`` is part of the classifier's training data (the seed loads it);
+``heldout.tsv`` never is: ``evaluate`` refuses to run when a held-out text is among
+the training utterances. The report has accuracy, per-class precision and recall,
+the confusion matrix, tier accuracy (the cost-relevant figure) per language, and the
+issue's targets with a verdict each.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from routing.router import RouterSnapshot, route_decide
+from routing.text import text_normalise
+from routing.types import CLARIFY, COMPLEX_QUESTION, L1, L2, L3, OUT_OF_SCOPE
+
+EVAL_DIR = Path(__file__).resolve().parent
+TRAIN_FILE = EVAL_DIR / "train.tsv"
+HELDOUT_FILE = EVAL_DIR / "heldout.tsv"
+
+# The issue's targets on the held-out part.
+TARGETS = {
+    "tier_accuracy_en_min": 0.95,
+    "tier_accuracy_zh_min": 0.92,
+    "out_of_scope_recall_min": 0.85,
+    "l1_l2_sent_to_l3_max": 0.03,
+    "complex_sent_to_l1_max": 0.03,
+}
+
+
+@dataclass(frozen=True)
+class Labelled:
+    text: str
+    language: str
+    intent: str
+
+
+def labelled_load(path: Path) -> list[Labelled]:
+    items = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) != 3 or parts[1] not in ("en", "zh") or not parts[2].strip():
+            raise ValueError(f"{path.name}:{number}: want intent<TAB>en|zh<TAB>text")
+        items.append(Labelled(text=parts[2].strip(), language=parts[1], intent=parts[0]))
+    return items
+
+
+def leaks(*, heldout: list[Labelled], training_texts: list[str]) -> list[str]:
+    """Held-out texts that are also training texts (after normalisation)."""
+    seen = {text_normalise(t) for t in training_texts}
+    return [item.text for item in heldout if text_normalise(item.text) in seen]
+
+
+def _ratio(numerator: int, denominator: int) -> float | None:
+    return round(numerator / denominator, 4) if denominator else None
+
+
+def evaluate(
+    *, items: list[Labelled], snapshot: RouterSnapshot, intent_tiers: dict[str, str]
+) -> dict[str, Any]:
+    """Route every item with ``snapshot`` and score the decisions."""
+    labels = sorted(intent_tiers)
+    confusion: dict[str, Counter[str]] = defaultdict(Counter)
+    by_language: dict[str, Counter[str]] = defaultdict(Counter)
+    tier_confusion: dict[str, Counter[str]] = defaultdict(Counter)
+    errors: list[dict[str, Any]] = []
+    timings: list[float] = []
+    for item in items:
+        started = time.perf_counter()
+        decision = route_decide(text=item.text, language=item.language, snapshot=snapshot)
+        timings.append((time.perf_counter() - started) * 1000)
+        # A clarifying question is the out-of-scope answer, whatever the candidate was.
+        predicted = OUT_OF_SCOPE if decision.tier == CLARIFY else decision.intent
+        expected_tier = intent_tiers[item.intent]
+        confusion[item.intent][predicted] += 1
+        tier_confusion[expected_tier][decision.tier] += 1
+        stats = by_language[item.language]
+        stats["total"] += 1
+        stats["intent_ok"] += predicted == item.intent
+        stats["tier_ok"] += decision.tier == expected_tier
+        if expected_tier in (L1, L2):
+            stats["l1_l2"] += 1
+            stats["l1_l2_to_l3"] += decision.tier == L3
+        if item.intent == COMPLEX_QUESTION:
+            stats["complex"] += 1
+            stats["complex_to_l1"] += decision.tier == L1
+        if item.intent == OUT_OF_SCOPE:
+            stats["oos"] += 1
+            stats["oos_ok"] += decision.tier == CLARIFY
+        if decision.tier != expected_tier or predicted != item.intent:
+            errors.append(
+                {
+                    "text": item.text,
+                    "language": item.language,
+                    "expected": f"{item.intent} ({expected_tier})",
+                    "got": f"{predicted} ({decision.tier})",
+                    "confidence": round(decision.confidence, 3),
+                    "reason": decision.reason.get("rule")
+                    or decision.reason.get("why")
+                    or decision.reason.get("kind"),
+                }
+            )
+
+    per_class = {}
+    for label in labels:
+        tp = confusion[label][label]
+        predicted_n = sum(row[label] for row in confusion.values())
+        actual_n = sum(confusion[label].values())
+        per_class[label] = {
+            "precision": _ratio(tp, predicted_n),
+            "recall": _ratio(tp, actual_n),
+            "support": actual_n,
+        }
+
+    def figures(stats: Counter[str]) -> dict[str, Any]:
+        return {
+            "messages": stats["total"],
+            "accuracy": _ratio(stats["intent_ok"], stats["total"]),
+            "tier_accuracy": _ratio(stats["tier_ok"], stats["total"]),
+            "out_of_scope_recall": _ratio(stats["oos_ok"], stats["oos"]),
+            "l1_l2_sent_to_l3": _ratio(stats["l1_l2_to_l3"], stats["l1_l2"]),
+            "complex_sent_to_l1": _ratio(stats["complex_to_l1"], stats["complex"]),
+        }
+
+    overall: Counter[str] = Counter()
+    for stats in by_language.values():
+        overall.update(stats)
+    result: dict[str, Any] = {
+        "overall": figures(overall),
+        "by_language": {lang: figures(stats) for lang, stats in sorted(by_language.items())},
+        "per_class": per_class,
+        "confusion_matrix": {
+            "labels": labels,
+            "rows_are_expected": {label: [confusion[label][p] for p in labels] for label in labels},
+        },
+        "tier_confusion": {
+            tier: dict(sorted(row.items())) for tier, row in sorted(tier_confusion.items())
+        },
+        "decision_ms_mean": round(sum(timings) / len(timings), 3) if timings else None,
+        "errors": errors,
+    }
+    en = result["by_language"].get("en", {})
+    zh = result["by_language"].get("zh", {})
+    o = result["overall"]
+    result["verdicts"] = {
+        "tier_accuracy_en": _at_least(en.get("tier_accuracy"), TARGETS["tier_accuracy_en_min"]),
+        "tier_accuracy_zh": _at_least(zh.get("tier_accuracy"), TARGETS["tier_accuracy_zh_min"]),
+        "out_of_scope_recall": _at_least(
+            o["out_of_scope_recall"], TARGETS["out_of_scope_recall_min"]
+        ),
+        "l1_l2_sent_to_l3": _at_most(o["l1_l2_sent_to_l3"], TARGETS["l1_l2_sent_to_l3_max"]),
+        "complex_sent_to_l1": _at_most(o["complex_sent_to_l1"], TARGETS["complex_sent_to_l1_max"]),
+    }
+    return result
+
+
+def _at_least(value: float | None, limit: float) -> bool:
+    return value is not None and value >= limit
+
+
+def _at_most(value: float | None, limit: float) -> bool:
+    return value is not None and value <= limit
+
+
+def report_format(result: dict[str, Any]) -> str:
+    lines = []
+    for scope, figs in [("overall", result["overall"]), *result["by_language"].items()]:
+        lines.append(
+            f"{scope:>8}: n={figs['messages']} accuracy={figs['accuracy']} "
+            f"tier_accuracy={figs['tier_accuracy']} oos_recall={figs['out_of_scope_recall']} "
+            f"L1/L2->L3={figs['l1_l2_sent_to_l3']} complex->L1={figs['complex_sent_to_l1']}"
+        )
+    lines.append("")
+    lines.append(f"{'class':<20} {'prec':>6} {'recall':>6} {'n':>4}")
+    for label, figs in result["per_class"].items():
+        lines.append(
+            f"{label:<20} {figs['precision']!s:>6} {figs['recall']!s:>6} {figs['support']:>4}"
+        )
+    labels = result["confusion_matrix"]["labels"]
+    short = [label[:6] for label in labels]
+    lines.append("")
+    lines.append("confusion (rows expected, columns predicted):")
+    lines.append(" " * 20 + " ".join(f"{s:>6}" for s in short))
+    for label in labels:
+        row = result["confusion_matrix"]["rows_are_expected"][label]
+        lines.append(f"{label:<20}" + " ".join(f"{n:>6}" for n in row))
+    lines.append("")
+    lines.append(f"tier confusion (expected -> predicted): {result['tier_confusion']}")
+    lines.append(
+        "targets: "
+        + ", ".join(f"{k}={'PASS' if v else 'MISS'}" for k, v in result["verdicts"].items())
+    )
+    return "\n".join(lines)

@@ -1,0 +1,75 @@
+"""Evaluate the router on the labelled held-out set (``make eval-router``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from routing.classifier import classifier_samples, classifier_train
+from routing.eval.evaluate import (
+    HELDOUT_FILE,
+    TRAIN_FILE,
+    evaluate,
+    labelled_load,
+    leaks,
+    report_format,
+)
+from routing.router import router_snapshot_get
+
+
+class Command(BaseCommand):
+    help = "Route the labelled held-out messages and report accuracy, P/R, confusion, tiers."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--seed", action="store_true", help="create the default router data first"
+        )
+        parser.add_argument("--split", choices=["heldout", "train"], default="heldout")
+        parser.add_argument("--json", type=Path, help="also write the full report here")
+        parser.add_argument("--errors", type=int, default=25, help="misrouted examples to print")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["seed"]:
+            from routing.seed import intents_seed
+
+            intents_seed()
+        items = labelled_load(HELDOUT_FILE if options["split"] == "heldout" else TRAIN_FILE)
+        samples = classifier_samples()
+        if options["split"] == "heldout":
+            leaked = leaks(heldout=items, training_texts=[text for text, _ in samples])
+            if leaked:
+                raise CommandError(
+                    f"{len(leaked)} held-out messages are training utterances (delete them "
+                    f"from the intents' examples): {leaked[:5]}"
+                )
+        # Train here (not the stored model) so the report has this data's training time.
+        started = time.perf_counter()
+        classifier = classifier_train(samples=samples)
+        train_s = time.perf_counter() - started
+        live = router_snapshot_get()
+        snapshot = replace(live, classifier=classifier)
+        result = evaluate(items=items, snapshot=snapshot, intent_tiers=live.intent_tiers)
+        result["split"] = options["split"]
+        result["training"] = {
+            "examples": classifier.sample_count,
+            "intents": len(classifier.intents),
+            "seconds": round(train_s, 3),
+        }
+        self.stdout.write(
+            f"router eval on {options['split']} ({len(items)} messages); classifier trained "
+            f"on {classifier.sample_count} examples in {train_s:.2f} s\n"
+        )
+        self.stdout.write(report_format(result) + "\n")
+        for error in result["errors"][: options["errors"]]:
+            self.stdout.write(
+                f"  [{error['language']}] {error['text']!r}: expected {error['expected']}, "
+                f"got {error['got']} ({error['reason']}, {error['confidence']})\n"
+            )
+        if options["json"]:
+            options["json"].parent.mkdir(parents=True, exist_ok=True)
+            options["json"].write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")

@@ -1,0 +1,60 @@
+"""Fixtures for the knowledge base: a slice of the demo knowledge base, really
+ingested (real embedder, real chunking) into the test database.
+
+Summaries here are extractive (TIERDESK_KB_SUMMARY_ROLE="") so a fixture costs a few
+seconds, not a model run per document; test_ingest.py runs the fast model's summary
+once for real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from knowledge import index
+
+# Three English FAQ articles, the returns policy, two Chinese articles.
+KB_KEYS = [
+    "en-pricing-faq",
+    "en-jeans-faq",
+    "en-boots-faq",
+    "en-returns",
+    "zh-shipping",
+    "zh-care-jackets-boots",
+]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_index(settings: Any) -> Iterator[None]:
+    """Every test starts from an empty in-process index and checks the database on
+    every search (no refresh interval), so nothing leaks between tests."""
+    settings.TIERDESK_KB_REFRESH_S = 0.0
+    settings.TIERDESK_KB_SUMMARY_ROLE = ""
+    index.reset()
+    yield
+    index.reset()
+
+
+@pytest.fixture(scope="session")
+def _kb_seeded(django_db_setup: None, django_db_blocker: Any) -> dict[str, int]:
+    """Seeded and ingested once per run (ingestion is the slow part); each test's own
+    changes roll back. Transactional tests flush the tables, so they seed their own."""
+    from django.test import override_settings
+
+    from knowledge.seed import knowledge_seed
+
+    with django_db_blocker.unblock(), override_settings(TIERDESK_KB_SUMMARY_ROLE=""):
+        return knowledge_seed(ingest_now=True, keys=KB_KEYS)
+
+
+@pytest.fixture
+def kb(_kb_seeded: dict[str, int], db: None) -> dict[str, int]:
+    return _kb_seeded
+
+
+def doc_id(key: str) -> int:
+    from knowledge.models import Document
+
+    return Document.objects.get(seed_key=key).pk

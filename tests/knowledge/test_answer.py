@@ -1,0 +1,88 @@
+"""The L2 answer plan: context under a budget, citations, "don't know" with an offer,
+the dialogue's L2 branch and the escalation when the shopper accepts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chatbot.dialogue import Dialogue, TurnContext
+from knowledge.answer import DONT_KNOW, answer_plan
+from knowledge.grounding import answer_grounding
+from knowledge.text import estimate_tokens
+
+pytestmark = pytest.mark.django_db
+
+
+def test_answer_plan_cites_what_it_puts_in_the_prompt(kb: Any) -> None:
+    plan = answer_plan(question="how much is gift wrapping?", language="en")
+    assert plan.answered and plan.role == "fallback"
+    assert plan.citations[0]["title"] == "Pricing FAQ"
+    assert plan.citations[0]["anchor"] == "gift-wrapping"
+    assert "4.99" in plan.citations[0]["snippet"]
+    assert plan.generation is not None and plan.generation.messages is not None
+    user = plan.generation.messages[-1].content
+    assert "Gift wrapping" in user and user.rstrip().endswith("how much is gift wrapping?")
+    # Every cited passage is in the prompt, nothing uncited is.
+    for cite in plan.citations:
+        assert cite["title"] in user
+    assert plan.retrieval["answered"] and plan.retrieval["keywords"] == ["gift", "wrapping"]
+
+
+def test_context_stays_under_the_token_budget(kb: Any, settings: Any) -> None:
+    settings.TIERDESK_KB_CONTEXT_TOKENS = 90
+    plan = answer_plan(question="how do I clean boots with paint or gum on them?", language="en")
+    assert plan.generation is not None and plan.generation.messages is not None
+    passages = plan.generation.messages[-1].content.split("\n\n")[0]
+    assert estimate_tokens(passages) <= 90 + 40  # budget + labels and the first passage's trim
+    assert 1 <= len(plan.citations) <= 3
+
+
+def test_fast_role_gets_a_few_shot_completion_prompt(kb: Any) -> None:
+    plan = answer_plan(question="靴子防水吗？", language="zh", role="fast")
+    assert plan.generation is not None and plan.generation.prompt is not None
+    # The sanitizer normalises full-width punctuation; the question itself is kept.
+    assert "问题：靴子防水吗" in plan.generation.prompt
+    assert plan.generation.prompt.endswith("回答：")
+    assert plan.generation.stop == ("\n",)
+
+
+def test_nothing_relevant_means_dont_know_and_an_offer(kb: Any) -> None:
+    plan = answer_plan(question="what is the capital of Peru?", language="en")
+    assert not plan.answered and plan.text == DONT_KNOW["en"]
+    assert plan.citations == [] and plan.actions == ["offer:L3", "offer:human"]
+
+
+def _turn(text: str, state: dict[str, Any], lang: str = "en") -> Any:
+    ctx = TurnContext(text=text, language=lang, state=state, customer_id="", history=[])
+    return Dialogue(ctx).plan(), ctx
+
+
+def test_dialogue_routes_l2_to_the_knowledge_base(kb: Any, seeded_shop: None) -> None:
+    plan, _ = _turn("are the boots waterproof, can I wear them in the rain?", {})
+    assert plan.tier == "L2" and plan.generation is not None
+    assert plan.citations and plan.citations[0]["title"] == "Boots FAQ"
+    assert plan.retrieval["passages"][0]["relevant"]
+
+
+def test_dont_know_then_yes_escalates_the_original_question(kb: Any, seeded_shop: None) -> None:
+    state: dict[str, Any] = {}
+    question = "what is the washing temperature for the silk scarf?"
+    plan, _ = _turn(question, state)
+    assert plan.tier == "L2" and plan.generation is None and "offer:L3" in plan.actions
+    assert state["pending_offer"]["question"] == question
+    plan, _ = _turn("yes", state)
+    assert plan.tier == "L3" and plan.role == "large" and plan.generation is not None
+    assert plan.generation.messages is not None
+    assert plan.generation.messages[-1].content == question
+    assert "pending_offer" not in state
+
+
+def test_grounding_check_catches_invented_numbers_and_claims() -> None:
+    passages = ["Gift wrapping costs $4.99 per item and a card is included at no extra cost."]
+    assert answer_grounding("Gift wrapping costs $4.99 per item.", passages).grounded
+    assert answer_grounding("I don't know. Sorry!", passages).grounded
+    bad = answer_grounding("Gift wrapping costs $5.99 per item.", passages)
+    assert not bad.grounded and bad.claims[0].missing_numbers == ["5.99"]
+    assert not answer_grounding("Wrapping is free for students on Tuesdays.", passages).grounded

@@ -1,0 +1,71 @@
+"""An L2 question end to end over the WebSocket with the real fallback model: the reply
+streams, the done frame carries citations, the stored reply keeps them, and retrieval
+ran in a worker thread, never on the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from chatbot.asgi import application
+from chatbot.models import Message
+from knowledge import retrieval
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.models]
+ORIGIN = (b"origin", b"http://localhost")
+
+
+def _seed() -> None:
+    from knowledge.seed import knowledge_seed
+
+    knowledge_seed(ingest_now=True, keys=["en-boots-faq", "en-pricing-faq"])
+
+
+async def test_l2_answer_streams_with_citations(
+    seeded_shop: None, model_files: None, monkeypatch: Any
+) -> None:
+    await database_sync_to_async(_seed)()
+    calls: list[tuple[str, bool]] = []
+    real = retrieval.passages_retrieve
+
+    def spy(**kwargs: Any) -> Any:
+        # Records where retrieval ran; the real function does the work.
+        try:
+            asyncio.get_running_loop()
+            on_loop = True
+        except RuntimeError:
+            on_loop = False
+        calls.append((threading.current_thread().name, on_loop))
+        return real(**kwargs)
+
+    monkeypatch.setattr("knowledge.answer.passages_retrieve", spy)
+    comm = WebsocketCommunicator(application, "/ws/chat/", headers=[ORIGIN])
+    connected, _ = await comm.connect(timeout=10)
+    assert connected
+    assert (await comm.receive_json_from(timeout=10))["type"] == "hello"
+    await comm.send_json_to({"type": "message", "id": "k1", "text": "are the boots waterproof?"})
+    frames = []
+    while True:
+        frame = await comm.receive_json_from(timeout=120)
+        frames.append(frame)
+        if frame["type"] in ("done", "error"):
+            break
+    await comm.disconnect()
+    done = frames[-1]
+    assert done["type"] == "done", frames
+    chunks = [f["text"] for f in frames if f["type"] == "chunk"]
+    assert len(chunks) > 3 and "".join(chunks).strip()
+    assert done["tier"] == "L2" and done["model"] and done["first_chunk_ms"] > 0
+    citation = done["citations"][0]
+    assert citation["title"] == "Boots FAQ" and citation["anchor"] == "are-the-boots-waterproof"
+    assert "water resistant" in citation["snippet"]
+    assert calls and not any(on_loop for _, on_loop in calls)
+    reply = await database_sync_to_async(Message.objects.get)(pk=done["message_id"])
+    assert reply.metadata["citations"] == done["citations"]
+    assert reply.metadata["retrieval"]["answered"] is True
+    assert reply.text == "".join(chunks)

@@ -1,0 +1,251 @@
+"""Fixtures for the L3 tier and its resilience: real servers, isolated shared state.
+
+- ``l3_url``: the OpenAI-compatible HTTP listener of a real xllamacpp server in its own
+  process, serving the local Qwen2.5-0.5B; it plays the remote large model.
+- ``remote_large``: registers an ``OpenAIBackend`` pointed at it as the ``large`` role.
+- ``model_server``: a separate xllamacpp server in a subprocess, for kill -9 and stop.
+- ``http_fault_server``: a tiny HTTP server that answers 429 or 500. It is the one fake
+  here, for failures a real llama.cpp server can't be made to produce.
+- ``private_redis``: a redis-server of our own on a free port, to stop and restart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from django.conf import settings
+
+from inference import registry, state
+from inference.backends.openai import OpenAIBackend
+from inference.breaker import breakers_reset
+from inference.cache import cache_clear_local
+from inference.catalog import CATALOG
+from routing.limits import limits_reset
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(autouse=True)
+def _isolated_state(settings: Any) -> Iterator[None]:
+    """Every test gets its own breaker, limits and cache keys (and fresh objects)."""
+    settings.TIERDESK_STATE_PREFIX = f"l3test-{uuid.uuid4().hex[:10]}"
+    breakers_reset()
+    limits_reset()
+    state.reset()
+    cache_clear_local()
+    yield
+    breakers_reset()
+    limits_reset()
+    state.reset()
+    cache_clear_local()
+
+
+@pytest.fixture(scope="session")
+def fallback_model(model_files: None) -> Any:
+    backend = registry.get_backend("fallback")
+    backend.load()
+    return backend
+
+
+@pytest.fixture(scope="session")
+def l3_url(model_files: None) -> Iterator[str]:
+    """A real llama.cpp server in its own process plays the remote large model.
+
+    Its own process, like a real remote API: the in-process listener of the registry's
+    fallback model went away when another test reloaded the registry (seen in full-suite
+    runs), and a remote server must not share the fallback's fate anyway.
+    """
+    entry = CATALOG["qwen2.5-0.5b-instruct-q4km"]
+    server = ModelServer(settings.TIERDESK_MODEL_DIR / entry.filename, parallel=8, lifetime_s=3600)
+    try:
+        # The listener's first request is slow (seconds): pay it once, here.
+        body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+        httpx.post(f"{server.url}/v1/chat/completions", json=body, timeout=120).raise_for_status()
+        yield server.url
+    finally:
+        server.kill()
+
+
+def remote(url: str, **config: Any) -> OpenAIBackend:
+    return OpenAIBackend(
+        "large",
+        {"api_base": url, "model": "qwen2.5-0.5b", "connect_timeout_s": 1.0, **config},
+    )
+
+
+@pytest.fixture
+def remote_large(l3_url: str) -> Iterator[OpenAIBackend]:
+    backend = remote(l3_url)
+    registry.register("large", backend)
+    yield backend
+    registry.unregister("large")
+    backend.close()
+
+
+class ModelServer:
+    """xllamacpp in its own process: kill -9 it, or SIGSTOP it to make it hang."""
+
+    def __init__(self, model_path: Path, parallel: int = 1, lifetime_s: int = 170) -> None:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.l3.serve_model",
+                str(model_path),
+                str(parallel),
+                str(lifetime_s),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        assert line.startswith("http://"), f"model server did not start: {line!r}"
+        self.url = line
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def pause(self) -> None:
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGCONT)
+
+
+@pytest.fixture
+def model_server(model_files: None) -> Iterator[ModelServer]:
+    entry = CATALOG["qwen2.5-0.5b-instruct-q4km"]
+    server = ModelServer(settings.TIERDESK_MODEL_DIR / entry.filename)
+    try:
+        yield server
+    finally:
+        server.resume()
+        server.kill()
+
+
+class FaultServer:
+    """Answers every request with ``status`` (and ``Retry-After``). A fake: a real
+    llama.cpp server never answers 429, and we can't make it return 5xx on demand."""
+
+    def __init__(self) -> None:
+        self.status = 429
+        self.requests = 0
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                owner.requests += 1
+                length = int(self.headers.get("content-length") or 0)
+                self.rfile.read(length)
+                body = json.dumps({"error": {"code": owner.status, "message": "nope"}}).encode()
+                self.send_response(owner.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("retry-after", "7")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def http_fault_server() -> Iterator[FaultServer]:
+    server = FaultServer()
+    yield server
+    server.close()
+
+
+class PrivateRedis:
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.start()
+
+    def start(self) -> None:
+        subprocess.run(
+            [
+                shutil.which("redis-server") or "redis-server",
+                "--daemonize",
+                "yes",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        for _ in range(50):
+            if self.ping():
+                return
+            time.sleep(0.05)
+        raise RuntimeError("private redis-server did not start")
+
+    def ping(self) -> bool:
+        done = subprocess.run(
+            ["redis-cli", "-p", str(self.port), "ping"], capture_output=True, text=True
+        )
+        return done.stdout.strip() == "PONG"
+
+    def stop(self) -> None:
+        subprocess.run(
+            ["redis-cli", "-p", str(self.port), "shutdown", "nosave"], capture_output=True
+        )
+        for _ in range(50):
+            if not self.ping():
+                return
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def private_redis(settings: Any) -> Iterator[PrivateRedis]:
+    server = PrivateRedis()
+    settings.TIERDESK_STATE_REDIS_URL = server.url
+    state.reset()
+    try:
+        yield server
+    finally:
+        server.stop()
+        state.reset()
