@@ -133,6 +133,8 @@ class ReplyPlan:
     error_code: str = ""
     # L2: the passages the answer is written from (docs/protocol.md, "citations").
     citations: list[dict[str, Any]] = field(default_factory=list)
+    # L2: what the grounding guard checks the finished answer against (knowledge.answer).
+    grounding: dict[str, Any] | None = None
     # L2: why those passages (keywords, scores, timings); stored in the reply metadata.
     retrieval: dict[str, Any] = field(default_factory=dict)
 
@@ -419,6 +421,7 @@ class Dialogue:
             actions=answer.actions,
             citations=answer.citations,
             retrieval=answer.retrieval,
+            grounding=answer.grounding,
         )
 
     def _open_question(self, decision: rt.RouteDecision) -> ReplyPlan:

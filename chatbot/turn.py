@@ -244,6 +244,35 @@ async def _generate(
             logger.info("fact guard: %s; sending the template", guard.verdict.reason)
             async for event in _send_template(plan, reply, mark_first):
                 yield event
+    elif plan.grounding is not None and reply.parts and not reply.meta.get("leak_blocked"):
+        async for event in _ground(plan.grounding, reply):
+            yield event
+
+
+async def _ground(grounding: dict[str, Any], reply: _Reply) -> AsyncIterator[TurnEvent]:
+    """L2: check the finished answer against its cited passages (knowledge.grounding).
+
+    It runs when the answer is complete because a claim is a sentence: the widget shows
+    the streamed text, and a replace frame swaps in the checked version if it differs."""
+    from knowledge.grounding import answer_guard
+
+    answer = "".join(reply.parts)
+    # jieba and the stemmer are CPU work: off the event loop.
+    checked = await asyncio.to_thread(
+        answer_guard,
+        answer,
+        grounding["passages"],
+        question=grounding["question"],
+        extract=grounding["extract"],
+    )
+    reply.guard = checked.verdict
+    if checked.verdict == "passed":
+        return
+    logger.info("grounding guard: %s; unsupported: %s", checked.verdict, checked.unsupported)
+    reply.meta["unsupported_claims"] = checked.unsupported[:5]
+    reply.parts = [checked.text]
+    reply.replaced = True
+    yield Replace(checked.text)
 
 
 def _absorb(reply: _Reply, info: StreamInfo) -> None:

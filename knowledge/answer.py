@@ -22,6 +22,7 @@ from inference.base import ChatMessage, GenerationRequest
 from inference.sanitize import prompt_sanitize
 
 from . import text as ktext
+from .grounding import passage_extract
 from .retrieval import Passage, RetrievalResult, passages_retrieve
 
 logger = logging.getLogger(__name__)
@@ -89,6 +90,9 @@ class KnowledgeAnswer:
     actions: list[str] = field(default_factory=list)
     retrieval: dict[str, Any] = field(default_factory=dict)
     passages: list[Passage] = field(default_factory=list)
+    # For the grounding guard (knowledge.grounding.answer_guard), run when the answer
+    # is complete: the question, the cited passages' text and an extract to fall back on.
+    grounding: dict[str, Any] | None = None
 
     @property
     def answered(self) -> bool:
@@ -234,4 +238,13 @@ def answer_plan(
         citations=[p.citation() for p in chosen],
         retrieval=explain | {"answered": True, "context": [p.chunk_id for p in chosen]},
         passages=chosen,
+        grounding={
+            "question": question,
+            "passages": [p.text for p in chosen],
+            "extract": passage_extract(
+                question, [p.text for p in chosen], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS
+            ),
+        }
+        if settings.TIERDESK_KB_GROUNDING_GUARD
+        else None,
     )

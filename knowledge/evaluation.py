@@ -98,21 +98,24 @@ def answers_evaluate(
     from inference.registry import get_backend
 
     from .answer import answer_plan
-    from .grounding import answer_grounding
+    from .grounding import answer_grounding, answer_guard
 
     backend = get_backend(role)
     backend.load()
     picked = [q for q in questions if q["gold"] is not None][::sample_every]
     per_lang: dict[str, dict[str, list[float]]] = {}
     examples: list[dict[str, Any]] = []
+    verdicts: dict[str, int] = {}
     for q in picked:
         lang = q["language"]
         bucket = per_lang.setdefault(
-            lang, {"grounded": [], "first_ms": [], "total_ms": [], "cited_gold": []}
+            lang,
+            {"grounded": [], "delivered": [], "first_ms": [], "total_ms": [], "cited_gold": []},
         )
         plan = answer_plan(question=q["question"], language=lang, role=role)
         if plan.generation is None:
             bucket["grounded"].append(1.0)  # "don't know" claims nothing
+            bucket["delivered"].append(1.0)
             bucket["cited_gold"].append(0.0)
             examples.append(
                 {"id": q["id"], "answer": plan.text, "grounded": True, "answered": False}
@@ -131,6 +134,17 @@ def answers_evaluate(
             answer, [p.text for p in plan.passages], question=q["question"]
         )
         bucket["grounded"].append(1.0 if grounding.grounded else 0.0)
+        # What the shopper sees: the same answer after the grounding guard (turn.py).
+        passages = [p.text for p in plan.passages]
+        guarded = answer_guard(
+            answer,
+            passages,
+            question=q["question"],
+            extract=(plan.grounding or {}).get("extract", ""),
+        )
+        delivered = answer_grounding(guarded.text, passages, question=q["question"]).grounded
+        bucket["delivered"].append(1.0 if delivered else 0.0)
+        verdicts[guarded.verdict] = verdicts.get(guarded.verdict, 0) + 1
         bucket["first_ms"].append(first or total)
         bucket["total_ms"].append(total)
         gold_ids = {c["document_id"] for c in plan.citations}
@@ -142,6 +156,8 @@ def answers_evaluate(
                 "question": q["question"],
                 "answer": answer,
                 "grounded": grounding.grounded,
+                "guard": guarded.verdict,
+                "delivered": guarded.text,
                 "unsupported": [
                     {"claim": c.text, "missing": c.missing_words[:8], "numbers": c.missing_numbers}
                     for c in grounding.claims
@@ -154,11 +170,15 @@ def answers_evaluate(
         "role": role,
         "model": backend.model_id,
         "answers": len(all_grounded),
+        # The model's own answers, and what the shopper is shown after the guard.
         "groundedness": _mean(all_grounded),
+        "delivered_groundedness": _mean([v for b in per_lang.values() for v in b["delivered"]]),
+        "guard_verdicts": verdicts,
         "by_language": {
             lang: {
                 "answers": len(b["grounded"]),
                 "groundedness": _mean(b["grounded"]),
+                "delivered_groundedness": _mean(b["delivered"]),
                 "cites_gold_document": _mean(b["cited_gold"]),
                 "first_token_ms_p50": _pct(b["first_ms"], 50),
                 "first_token_ms_p95": _pct(b["first_ms"], 95),

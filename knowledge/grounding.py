@@ -114,3 +114,61 @@ def answer_grounding(answer: str, passages: list[str], *, question: str = "") ->
             )
         )
     return result
+
+
+@dataclass
+class GuardedAnswer:
+    """What the shopper is shown: the model's answer, trimmed, or an extract."""
+
+    text: str
+    verdict: str  # "passed" | "trimmed" | "extract"
+    unsupported: list[str] = field(default_factory=list)
+
+
+def answer_guard(answer: str, passages: list[str], *, question: str, extract: str) -> GuardedAnswer:
+    """The L2 counterpart of the L1 fact guard: a claim the passages don't back never
+    reaches the shopper.
+
+    - every claim grounded: the answer goes out as written;
+    - some grounded, some not: the unsupported sentences are dropped (the grounded ones
+      still answer, and a small model's typical slip is one invented sentence at the
+      end: "contact customer service", a fee, a deadline);
+    - none grounded: ``extract`` (the best passage's own sentences) is sent instead.
+    """
+    grounding = answer_grounding(answer, passages, question=question)
+    if grounding.grounded:
+        return GuardedAnswer(answer, "passed")
+    unsupported = [c.text for c in grounding.claims if not c.grounded]
+    if any(c.grounded for c in grounding.claims):
+        bad = set(unsupported)
+        kept = [s.strip() for s in _SENTENCE.split(answer) if s.strip() and s.strip() not in bad]
+        joiner = "" if ktext.has_cjk(answer) else " "
+        return GuardedAnswer(joiner.join(kept), "trimmed", unsupported)
+    return GuardedAnswer(extract, "extract", unsupported)
+
+
+def passage_extract(question: str, passages: list[str], *, max_chars: int) -> str:
+    """The sentences of one passage that share most keywords with the question, in
+    their own order, up to ``max_chars``: an answer grounded by construction (the
+    widget shows the passage's title and link under it, as a citation).
+    ``passages`` are best first; the first wins ties."""
+    wanted = set(ktext.index_tokens(question))
+    best: tuple[int, list[str]] | None = None
+    for text in passages:
+        sentences = [s.strip() for s in _SENTENCE.split(" ".join(text.split())) if s.strip()]
+        scored = [(len(wanted & set(ktext.index_tokens(s))), i) for i, s in enumerate(sentences)]
+        ranked = [x for x in sorted(scored, key=lambda x: (-x[0], x[1])) if x[0] > 0]
+        picked: list[int] = []
+        size = 0
+        for _overlap, i in ranked:
+            if picked and size + len(sentences[i]) > max_chars:
+                break
+            picked.append(i)
+            size += len(sentences[i])
+        score = sum(o for o, i in ranked if i in picked)
+        if picked and (best is None or score > best[0]):
+            best = (score, [sentences[i] for i in sorted(picked)])
+    if best is None:
+        return " ".join(passages[0].split())[:max_chars] if passages else ""
+    joiner = "" if ktext.has_cjk(" ".join(best[1])) else " "
+    return joiner.join(best[1])

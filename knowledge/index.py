@@ -50,6 +50,44 @@ class DocPart:
     tokens: list[list[str]]
 
 
+def _dense_build(matrix: np.ndarray) -> Any:
+    """Half precision for the search matrix, as a torch tensor.
+
+    Why: a search is a matrix-vector product over every row, bound by memory bandwidth.
+    Measured here at 70k x 384: numpy float32 5.9 ms, torch float16 3.0 ms, and
+    ``torch.topk`` 0.12 ms against ``np.argpartition`` 1.0 ms. float16 keeps about three
+    decimal digits of a cosine, enough to rank; the relevance threshold is checked on
+    the float32 matrix (``IndexSnapshot.matrix``)."""
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(matrix, dtype=np.float16))
+
+
+def _bm25_build(tokens: list[list[str]]) -> Any:
+    import bm25s
+
+    bm25 = bm25s.BM25()
+    # An empty token list breaks bm25s; a placeholder term matches nothing real.
+    bm25.index([t or ["\x00"] for t in tokens], show_progress=False)
+    return bm25
+
+
+@dataclass
+class Segment:
+    """The rows of one language (or of all languages), searchable on their own.
+
+    Why: a language filter applied as a mask still scores every row. At 100k chunks
+    that was most of a search (dense matmul, BM25 scoring and top-k over all rows);
+    a per-language segment only touches its own rows."""
+
+    rows: np.ndarray  # global row numbers, ascending
+    matrix: Any  # those rows' embeddings: a contiguous float16 torch tensor
+    bm25: Any  # bm25s index over those rows' terms (None when they have none)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
 @dataclass
 class IndexSnapshot:
     version: int
@@ -57,29 +95,23 @@ class IndexSnapshot:
     matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 384), dtype=np.float32))
     languages: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype="<U4"))
     token_sets: list[frozenset[str]] = field(default_factory=list)
-    bm25: Any = None
     documents: dict[int, DocPart] = field(default_factory=dict)
     row_of: dict[str, int] = field(default_factory=dict)
+    segments: dict[str, Segment] = field(default_factory=dict)  # "" = all languages
     built_ms: float = 0.0
     stamp: str = ""
-    _masks: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.nodes)
 
-    def mask(self, language: str | None) -> np.ndarray | None:
-        """Rows in ``language`` (float 0/1, the shape bm25s wants); None = all rows."""
-        if not language:
-            return None
-        cached = self._masks.get(language)
-        if cached is None:
-            cached = (self.languages == language).astype(np.float32)
-            self._masks[language] = cached
-        return cached
+    def segment(self, language: str | None) -> Segment | None:
+        """The searchable rows for ``language`` (None or "" = every language, "!en" =
+        every language but English)."""
+        return self.segments.get(language or "")
 
     def has_language(self, language: str) -> bool:
-        mask = self.mask(language)
-        return bool(mask is not None and mask.any())
+        seg = self.segments.get(language) if language else None
+        return bool(seg is not None and len(seg))
 
 
 def node_for(
@@ -107,8 +139,6 @@ def node_for(
 
 def snapshot_build(parts: list[DocPart], *, version: int, dim: int = 384) -> IndexSnapshot:
     """Assemble a snapshot from per-document parts (also used by the benchmark)."""
-    import bm25s
-
     started = time.perf_counter()
     nodes: list[TextNode] = []
     vectors: list[np.ndarray] = []
@@ -124,20 +154,37 @@ def snapshot_build(parts: list[DocPart], *, version: int, dim: int = 384) -> Ind
         if vectors
         else np.zeros((0, dim), dtype=np.float32)
     )
-    bm25 = None
+    language_of = np.array(languages, dtype="<U4")
+    segments: dict[str, Segment] = {}
     if tokens:
-        bm25 = bm25s.BM25()
-        # An empty token list breaks bm25s; a placeholder term matches nothing real.
-        bm25.index([t or ["\x00"] for t in tokens], show_progress=False)
+        everything = np.arange(len(nodes))
+        segments[""] = Segment(everything, _dense_build(matrix), _bm25_build(tokens))
+        present = sorted(set(languages))
+
+        def segment_of(rows: np.ndarray) -> Segment:
+            if len(rows) == len(nodes):
+                return segments[""]  # every row: share, don't copy
+            return Segment(rows, _dense_build(matrix[rows]), _bm25_build([tokens[i] for i in rows]))
+
+        for language in present:
+            segments[language] = segment_of(np.flatnonzero(language_of == language))
+        # "!en": every other language, for the cross-language retry. With two
+        # languages it is simply the other one's segment.
+        for language in present:
+            others = [o for o in present if o != language]
+            if len(others) == 1:
+                segments[f"!{language}"] = segments[others[0]]
+            elif others:
+                segments[f"!{language}"] = segment_of(np.flatnonzero(language_of != language))
     snapshot = IndexSnapshot(
         version=version,
         nodes=nodes,
         matrix=matrix,
-        languages=np.array(languages, dtype="<U4"),
+        languages=language_of,
         token_sets=[frozenset(t) for t in tokens],
-        bm25=bm25,
         documents={p.document_id: p for p in parts},
         row_of={n.node_id: i for i, n in enumerate(nodes)},
+        segments=segments,
     )
     snapshot.built_ms = (time.perf_counter() - started) * 1000
     return snapshot
@@ -301,22 +348,19 @@ class SnapshotVectorStore(BasePydanticVectorStore):
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         snap = self._snapshot
-        k = min(int(query.similarity_top_k or 1), len(snap))
-        if k == 0 or query.query_embedding is None:
+        seg = snap.segment(_language_filter(query.filters))
+        k = min(int(query.similarity_top_k or 1), len(seg) if seg is not None else 0)
+        if seg is None or k == 0 or query.query_embedding is None:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
-        vector = np.asarray(query.query_embedding, dtype=np.float32)
-        scores = snap.matrix @ vector
-        language = _language_filter(query.filters)
-        mask = snap.mask(language)
-        if mask is not None:
-            scores = np.where(mask > 0, scores, -np.inf)
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        top = top[np.argsort(-scores[top], kind="stable")]
-        rows = [int(i) for i in top if np.isfinite(scores[i])]
+        import torch
+
+        vector = torch.from_numpy(np.asarray(query.query_embedding, dtype=np.float16))
+        values, top = torch.topk(torch.mv(seg.matrix, vector), k)
+        rows = [int(seg.rows[i]) for i in top.tolist()]
         return VectorStoreQueryResult(
-            nodes=[snap.nodes[i] for i in rows],
-            similarities=[float(scores[i]) for i in rows],
-            ids=[snap.nodes[i].node_id for i in rows],
+            nodes=[snap.nodes[r] for r in rows],
+            similarities=[float(x) for x in values.tolist()],
+            ids=[snap.nodes[r].node_id for r in rows],
         )
 
 

@@ -68,22 +68,20 @@ class JiebaBM25Retriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         snap = self._snapshot
-        if snap.bm25 is None or not len(snap):
+        seg = snap.segment(self._language)
+        if seg is None or seg.bm25 is None or not len(seg):
             return []
-        vocab = snap.bm25.vocab_dict
+        vocab = seg.bm25.vocab_dict
         terms = [t for t in ktext.index_tokens(query_bundle.query_str) if t in vocab]
         if not terms:
             return []
-        mask = snap.mask(self._language)
-        k = min(self._top_k, len(snap))
-        docs, scores = snap.bm25.retrieve(
-            [terms], k=k, show_progress=False, weight_mask=mask, n_threads=0
-        )
+        k = min(self._top_k, len(seg))
+        docs, scores = seg.bm25.retrieve([terms], k=k, show_progress=False, n_threads=0)
         out: list[NodeWithScore] = []
-        for row, score in zip(docs[0], scores[0], strict=True):
+        for local, score in zip(docs[0], scores[0], strict=True):
             if score <= 0:
                 continue
-            node = snap.nodes[int(row)]
+            node = snap.nodes[int(seg.rows[int(local)])]
             self.scores[node.node_id] = float(score)
             out.append(NodeWithScore(node=node, score=float(score)))
         return out
@@ -258,7 +256,13 @@ def _run(
         return dense.retrieve(bundle)[:top_k], bm25.scores
     if method == "bm25":
         return bm25.retrieve(bundle)[:top_k], bm25.scores
-    dense_weight = 1.0 if dense_trusted(language) else settings.TIERDESK_KB_DENSE_WEIGHT_OTHER
+    if language and language.startswith("!"):
+        # The other languages' rows: dense is trusted if it understands all of them.
+        searched = {str(x) for x in np.unique(snap.languages)} - {language[1:]}
+        trusted = all(dense_trusted(x) for x in searched)
+    else:
+        trusted = dense_trusted(language)
+    dense_weight = 1.0 if trusted else settings.TIERDESK_KB_DENSE_WEIGHT_OTHER
     # One query (no LLM rewriting: the keywords are the rewrite), reciprocal rank.
     fusion = WeightedFusionRetriever(
         [dense, bm25], weights=[dense_weight, 1.0], similarity_top_k=top_k
@@ -301,9 +305,15 @@ def passages_retrieve(
 
     t = time.perf_counter()
     # The question's own language first; the others only if it has nothing relevant
-    # (a Chinese question about a topic only an English article covers).
-    languages: list[str | None] = [language] if snap.has_language(language) else []
-    languages.append(None)
+    # (a Chinese question about a topic only an English article covers). The retry
+    # searches only the other languages' rows ("!zh"): the own ones were just searched.
+    languages: list[str | None] = []
+    if snap.has_language(language):
+        languages = [language]
+        if snap.segment(f"!{language}") is not None:
+            languages.append(f"!{language}")
+    else:
+        languages = [None]
     for attempt, lang in enumerate(languages):
         nodes, bm25_scores = _run(
             snap,
@@ -317,9 +327,13 @@ def passages_retrieve(
             _passage(snap, item, vector=vector, keywords=keywords, bm25=bm25_scores)
             for item in nodes
         ]
-        if any(p.relevant for p in passages) or attempt == len(languages) - 1:
+        if attempt == 0:
+            # Nothing relevant anywhere: the own language's closest passages are shown
+            # (admin "try a question", evaluation ranks); the answer is "don't know".
             result.passages = passages
-            result.cross_language = lang is None and bool(languages[0])
+        if any(p.relevant for p in passages):
+            result.passages = passages
+            result.cross_language = attempt > 0
             break
     timings["search"] = (time.perf_counter() - t) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000

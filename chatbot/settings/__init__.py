@@ -382,6 +382,10 @@ TIERDESK_KB_CONTEXT_TOKENS = env_int("TIERDESK_KB_CONTEXT_TOKENS", 360)
 # Which model role writes L2 answers (chosen by measured groundedness: docs/knowledge.md).
 TIERDESK_KB_ANSWER_ROLE = env_str("TIERDESK_KB_ANSWER_ROLE", "fallback")
 TIERDESK_KB_ANSWER_MAX_TOKENS = env_int("TIERDESK_KB_ANSWER_MAX_TOKENS", 120)
+# The L2 grounding guard: sentences the cited passages don't back are dropped, and an
+# answer with none backed becomes an extract of the best passage (docs/knowledge.md).
+TIERDESK_KB_GROUNDING_GUARD = env_bool("TIERDESK_KB_GROUNDING_GUARD", True)
+TIERDESK_KB_EXTRACT_CHARS = env_int("TIERDESK_KB_EXTRACT_CHARS", 320)
 # Chunking (LlamaIndex SentenceSplitter, in tokens) and the summary length (words).
 TIERDESK_KB_CHUNK_TOKENS = env_int("TIERDESK_KB_CHUNK_TOKENS", 160)
 TIERDESK_KB_CHUNK_OVERLAP = env_int("TIERDESK_KB_CHUNK_OVERLAP", 20)

@@ -9,7 +9,7 @@ import pytest
 
 from chatbot.dialogue import Dialogue, TurnContext
 from knowledge.answer import DONT_KNOW, answer_plan
-from knowledge.grounding import answer_grounding
+from knowledge.grounding import answer_grounding, answer_guard, passage_extract
 from knowledge.text import estimate_tokens
 
 pytestmark = pytest.mark.django_db
@@ -86,3 +86,58 @@ def test_grounding_check_catches_invented_numbers_and_claims() -> None:
     bad = answer_grounding("Gift wrapping costs $5.99 per item.", passages)
     assert not bad.grounded and bad.claims[0].missing_numbers == ["5.99"]
     assert not answer_grounding("Wrapping is free for students on Tuesdays.", passages).grounded
+
+
+WRAPPING = [
+    "Gift wrapping costs $4.99 per item and a card is included at no extra cost. "
+    "Wrapped items ship in plain boxes so the gift stays a surprise."
+]
+
+
+def test_guard_passes_a_grounded_answer_unchanged() -> None:
+    answer = "Gift wrapping costs $4.99 per item, and a card is included."
+    out = answer_guard(answer, WRAPPING, question="how much is gift wrapping?", extract="x")
+    assert out.verdict == "passed" and out.text == answer and out.unsupported == []
+
+
+def test_guard_drops_only_the_invented_sentence() -> None:
+    answer = (
+        "Gift wrapping costs $4.99 per item. "
+        "Members get it free on their birthday month with code BDAY10."
+    )
+    out = answer_guard(answer, WRAPPING, question="how much is gift wrapping?", extract="x")
+    assert out.verdict == "trimmed"
+    assert out.text == "Gift wrapping costs $4.99 per item."
+    assert out.unsupported == ["Members get it free on their birthday month with code BDAY10."]
+    assert answer_grounding(out.text, WRAPPING).grounded
+
+
+def test_guard_sends_the_extract_when_nothing_is_backed() -> None:
+    extract = passage_extract("how much is gift wrapping?", WRAPPING, max_chars=320)
+    out = answer_guard(
+        "Wrapping is $7.50 and takes three weeks.",
+        WRAPPING,
+        question="how much is gift wrapping?",
+        extract=extract,
+    )
+    assert out.verdict == "extract" and out.text == extract
+    assert answer_grounding(out.text, WRAPPING).grounded
+
+
+def test_extract_picks_the_sentences_that_answer_in_their_order() -> None:
+    passages = [
+        "Boots are water resistant. Clean them with a damp cloth. Never put them in a dryer.",
+        "Shipping is free over $50.",
+    ]
+    assert passage_extract("can I put them in the dryer?", passages, max_chars=300) == (
+        "Never put them in a dryer."
+    )
+    # Two sentences sharing keywords with the question, in the passage's order.
+    both = passage_extract("clean boots water", passages, max_chars=300)
+    assert both == "Boots are water resistant. Clean them with a damp cloth."
+    # Within the length cap: the best sentence only.
+    assert passage_extract("clean boots water", passages, max_chars=30) == (
+        "Boots are water resistant."
+    )
+    zh = passage_extract("礼品卡会过期吗", ["礼品卡永不过期。门店营业到晚上九点。"], max_chars=100)
+    assert zh == "礼品卡永不过期。"

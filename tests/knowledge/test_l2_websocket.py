@@ -68,4 +68,43 @@ async def test_l2_answer_streams_with_citations(
     reply = await database_sync_to_async(Message.objects.get)(pk=done["message_id"])
     assert reply.metadata["citations"] == done["citations"]
     assert reply.metadata["retrieval"]["answered"] is True
-    assert reply.text == "".join(chunks)
+    # What the shopper ends up seeing is stored: the streamed text, or the grounding
+    # guard's replacement (a trimmed answer or a passage extract).
+    assert done["guard"] in ("passed", "trimmed", "extract")
+    replaced = [f["text"] for f in frames if f["type"] == "replace"]
+    assert reply.text == (replaced[-1] if replaced else "".join(chunks))
+    assert (done["guard"] == "passed") == (not replaced)
+
+
+async def test_an_invented_sentence_is_replaced_before_the_reply_is_stored(
+    seeded_shop: None, fake_models: dict[str, Any]
+) -> None:
+    """The fallback model is a fake here: a real one invents a claim only sometimes, and
+    this test needs it every time. Retrieval, the guard and the consumer are real."""
+    await database_sync_to_async(_seed)()
+    fake_models["fallback"].replies = [
+        "The boots are water resistant but not fully waterproof. "
+        "Soak them overnight in warm water to soften new leather."
+    ]
+    comm = WebsocketCommunicator(application, "/ws/chat/", headers=[ORIGIN])
+    connected, _ = await comm.connect(timeout=10)
+    assert connected
+    assert (await comm.receive_json_from(timeout=10))["type"] == "hello"
+    await comm.send_json_to({"type": "message", "id": "k2", "text": "are the boots waterproof?"})
+    frames = []
+    while True:
+        frame = await comm.receive_json_from(timeout=60)
+        frames.append(frame)
+        if frame["type"] in ("done", "error"):
+            break
+    await comm.disconnect()
+    done = frames[-1]
+    assert done["type"] == "done" and done["tier"] == "L2", frames
+    replaced = [f["text"] for f in frames if f["type"] == "replace"]
+    assert replaced == ["The boots are water resistant but not fully waterproof."]
+    assert done["guard"] == "trimmed"
+    reply = await database_sync_to_async(Message.objects.get)(pk=done["message_id"])
+    assert reply.text == replaced[0]
+    assert reply.metadata["unsupported_claims"] == [
+        "Soak them overnight in warm water to soften new leather."
+    ]

@@ -56,7 +56,9 @@ class Command(BaseCommand):
                 answers[role] = result
                 self.stdout.write(
                     f"answers by {role} ({result['model']}): groundedness "
-                    f"{result['groundedness']} over {result['answers']} answers; "
+                    f"{result['groundedness']} as the model wrote them, "
+                    f"{result['delivered_groundedness']} as delivered after the guard "
+                    f"{result['guard_verdicts']}, over {result['answers']} answers; "
                     + "; ".join(
                         f"{lang} first token p50 {m['first_token_ms_p50']} ms"
                         for lang, m in result["by_language"].items()
@@ -74,12 +76,17 @@ class Command(BaseCommand):
         }
         chosen = settings.TIERDESK_KB_ANSWER_ROLE
         if chosen in answers:
-            value = answers[chosen]["groundedness"]
+            # Judged on what shoppers are shown. The guard uses the same checker, so
+            # this is high by construction; "model_groundedness" and the guard's
+            # verdicts say how often the model's own answer went out unchanged.
+            value = answers[chosen]["delivered_groundedness"]
             verdicts["groundedness"] = {
                 "value": value,
                 "target": TARGETS["groundedness"],
                 "met": (value or 0) >= TARGETS["groundedness"],
                 "role": chosen,
+                "model_groundedness": answers[chosen]["groundedness"],
+                "guard_verdicts": answers[chosen]["guard_verdicts"],
             }
         output = Path(options["output"])
         output.parent.mkdir(parents=True, exist_ok=True)
