@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 
 from routing.budgets import session_budget
 
-from .models import Conversation, Message
+from .models import Conversation, Feedback, Message
 
 
 class MessageInline(admin.TabularInline):
@@ -107,3 +108,27 @@ class MessageAdmin(admin.ModelAdmin):
     @admin.display(description="text")
     def short_text(self, obj: Message) -> str:
         return obj.text[:80]
+
+
+@admin.register(Feedback)
+class FeedbackAdmin(admin.ModelAdmin):
+    """Shoppers' ratings (CSAT), with the tier, intent and release variant they rate."""
+
+    list_display = (
+        "updated_at",
+        "kind",
+        "value",
+        "satisfied",
+        "tier",
+        "intent",
+        "variant",
+        "changes",
+    )
+    list_filter = ("kind", "satisfied", "tier", "variant")
+    readonly_fields = [f.name for f in Feedback._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

@@ -24,8 +24,16 @@ from django.utils import timezone
 from routing.limits import message_admit
 
 from . import selectors, services
+from .feedback import FeedbackError, feedback_rate
 from .orders.identity import ShopperTokenError, shopper_token_verify
-from .protocol import IdentifyFrame, MessageFrame, PingFrame, ProtocolError, frame_parse
+from .protocol import (
+    IdentifyFrame,
+    MessageFrame,
+    PingFrame,
+    ProtocolError,
+    RateFrame,
+    frame_parse,
+)
 from .turn import Chunk, Done, Failed, Replace, turn_stream
 
 logger = logging.getLogger(__name__)
@@ -57,6 +65,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         history = await database_sync_to_async(selectors.conversation_history)(
             conversation_id=conversation.pk, limit=settings.TIERDESK_HISTORY_ON_CONNECT
         )
+        score = await database_sync_to_async(selectors.conversation_score)(
+            conversation_id=conversation.pk
+        )
         await self.send_json(
             {
                 "type": "hello",
@@ -64,6 +75,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 "conversation": str(conversation.public_id),
                 "history": history,
                 "identified": bool(conversation.customer_id),
+                "rating": score,
                 "limits": {
                     "max_message_chars": settings.TIERDESK_MAX_MESSAGE_CHARS,
                     "max_frame_bytes": settings.TIERDESK_MAX_FRAME_BYTES,
@@ -93,6 +105,25 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._on_identify(frame)
         elif isinstance(frame, PingFrame):
             await self.send_json({"type": "pong", "ts": frame.ts})
+        elif isinstance(frame, RateFrame):
+            await self._on_rate(frame)
+
+    async def _on_rate(self, frame: RateFrame) -> None:
+        try:
+            rated = await database_sync_to_async(feedback_rate)(
+                conversation_id=self.conversation_id, message_id=frame.message_id, value=frame.value
+            )
+        except FeedbackError as exc:
+            await self.send_json({"type": "error", "code": exc.code, "message": str(exc)})
+            return
+        await self.send_json(
+            {
+                "type": "rated",
+                "message_id": rated.message_id,
+                "value": rated.value,
+                "changed": rated.changed,
+            }
+        )
 
     async def _on_message(self, frame: MessageFrame, received_at: float) -> None:
         message, created = await database_sync_to_async(services.message_store)(

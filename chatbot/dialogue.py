@@ -30,7 +30,7 @@ from chatbot.orders.types import (
     OrderService,
     OrderServiceError,
 )
-from chatbot.replies import placeholders, template_get, template_render
+from chatbot.replies import placeholders, template_get, template_get_exact, template_render
 from inference.base import GenerationRequest
 from inference.context import history_select
 from inference.prompts import EXAMPLE_FACTS, SYSTEM_PROMPT, chat_messages, l1_prompt
@@ -149,6 +149,10 @@ class TurnContext:
     # Set when the shopper verified in this turn, with how ("email" / "name_zip").
     verified: Customer | None = None
     verified_method: str = ""
+    # From the session's release (routing/releases): the router's clarify threshold
+    # (None: the setting) and the reply templates' version ("" : the plain keys).
+    clarify_threshold: float | None = None
+    prompt_version: str = ""
 
 
 def language_of(text: str) -> str:
@@ -216,6 +220,13 @@ class Dialogue:
 
     # -- helpers --------------------------------------------------------------------------
     def _t(self, intent: str, key: str) -> str:
+        if self.ctx.prompt_version:
+            # A release's template version ("default-v2") wins where admins wrote one.
+            versioned = template_get_exact(
+                intent=intent, key=f"{key}-{self.ctx.prompt_version}", language=self.lang
+            )
+            if versioned is not None:
+                return versioned
         return template_get(intent=intent, key=key, language=self.lang)
 
     def _say(
@@ -290,7 +301,11 @@ class Dialogue:
             if handled is not None:
                 return handled
             started = time.perf_counter()
-            decision = route_message(text=self.ctx.text, language=self.lang)
+            decision = route_message(
+                text=self.ctx.text,
+                language=self.lang,
+                clarify_threshold=self.ctx.clarify_threshold,
+            )
             route_ms = (time.perf_counter() - started) * 1000
             plan = self._answer(decision)
             plan.confidence = decision.confidence

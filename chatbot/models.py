@@ -70,7 +70,12 @@ class Message(models.Model):
     confidence = models.FloatField(null=True, blank=True)
     route_reason = models.JSONField(default=dict, blank=True)
     model = models.CharField(max_length=120, blank=True)
+    # Bot replies: the gray-release variant ("stable"/"candidate") and the release that
+    # served them (routing/releases).
     variant = models.CharField(max_length=64, blank=True)
+    release = models.ForeignKey(
+        "routing.Release", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     first_chunk_ms = models.FloatField(null=True, blank=True)
@@ -93,3 +98,55 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} #{self.pk}: {self.text[:40]}"
+
+
+class Feedback(models.Model):
+    """A shopper's rating (CSAT): thumbs on one reply, or 1-5 for the conversation.
+
+    One row per reply (thumbs) and one per conversation (score): rating again changes
+    the row. Tier, intent, variant and release are copied from the rated reply (the
+    conversation's last reply for a score) so reports never depend on later edits.
+    """
+
+    class Kind(models.TextChoices):
+        THUMB = "thumb", "thumbs up/down on a reply"
+        SCORE = "score", "1-5 for the conversation"
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="feedback"
+    )
+    message = models.ForeignKey(
+        Message, on_delete=models.CASCADE, related_name="feedback", null=True, blank=True
+    )
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    # thumb: 1 up, 0 down; score: 1..5.
+    value = models.PositiveSmallIntegerField()
+    # Counts toward CSAT: thumbs up, or a score of 4 or 5.
+    satisfied = models.BooleanField()
+    tier = models.CharField(max_length=12, blank=True)
+    intent = models.CharField(max_length=64, blank=True)
+    variant = models.CharField(max_length=64, blank=True)
+    release = models.ForeignKey(
+        "routing.Release", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The metrics minute it was first counted in (a change adjusts that minute).
+    minute = models.DateTimeField()
+    changes = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["message"], condition=models.Q(kind="thumb"), name="feedback_one_thumb"
+            ),
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=models.Q(kind="score"),
+                name="feedback_one_score",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.value} on {self.message_id or self.conversation_id}"

@@ -37,7 +37,16 @@ class PingFrame:
     ts: Any
 
 
-Frame = MessageFrame | IdentifyFrame | PingFrame
+@dataclass(frozen=True)
+class RateFrame:
+    """Thumbs on one reply (``message_id`` + "up"/"down"), or 1-5 for the conversation
+    (no ``message_id``)."""
+
+    message_id: int | None
+    value: str | int
+
+
+Frame = MessageFrame | IdentifyFrame | PingFrame | RateFrame
 
 
 def _field(data: dict[str, Any], name: str, kind: type, *, max_len: int | None = None) -> Any:
@@ -84,7 +93,23 @@ def frame_parse(text_data: str | None, bytes_data: bytes | None) -> Frame:
         return MessageFrame(client_id=client_id, text=text)
     if kind == "identify":
         return IdentifyFrame(token=_field(data, "token", str, max_len=4096))
+    if kind == "rate":
+        return _rate_parse(data)
     if kind == "ping":
         ts = data.get("ts")
         return PingFrame(ts=ts if isinstance(ts, int | float | str) else None)
     raise ProtocolError("unknown_type", f"unknown frame type {str(kind)[:40]!r}")
+
+
+def _rate_parse(data: dict[str, Any]) -> RateFrame:
+    message_id = data.get("message_id")
+    value = data.get("value")
+    if message_id is not None:
+        if isinstance(message_id, bool) or not isinstance(message_id, int) or message_id < 1:
+            raise ProtocolError("bad_field", "field 'message_id' must be a positive integer")
+        if value not in ("up", "down"):
+            raise ProtocolError("bad_field", "a reply is rated 'up' or 'down'")
+        return RateFrame(message_id=message_id, value=str(value))
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
+        raise ProtocolError("bad_field", "a conversation is rated 1 to 5")
+    return RateFrame(message_id=None, value=value)

@@ -60,6 +60,12 @@ def template_get(*, intent: str, key: str, language: str) -> str:
     raise KeyError(f"no template {intent}.{key}")
 
 
+def template_get_exact(*, intent: str, key: str, language: str) -> str | None:
+    """The admin-edited row for exactly this key and language, or None (no fallbacks:
+    a release's versioned template must not answer a Chinese shopper in English)."""
+    return _load().get((intent, key, language))
+
+
 def placeholders(template: str) -> list[str]:
     return [name for _, name, _, _ in string.Formatter().parse(template) if name]
 

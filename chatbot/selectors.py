@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .feedback import conversation_ratings
 from .models import Conversation, Message
 
 
@@ -14,6 +15,7 @@ def conversation_history(*, conversation_id: int, limit: int) -> list[dict[str, 
         .values("id", "role", "text", "status", "tier", "intent", "created_at")[:limit]
     )
     rows.reverse()
+    thumbs, _score = conversation_ratings(conversation_id=conversation_id)
     return [
         {
             "message_id": row["id"],
@@ -23,9 +25,16 @@ def conversation_history(*, conversation_id: int, limit: int) -> list[dict[str, 
             "tier": row["tier"],
             "intent": row["intent"],
             "created": row["created_at"].isoformat(),
+            # The shopper's thumbs on this reply ("up"/"down"), so the widget redraws it.
+            "rating": thumbs.get(row["id"]),
         }
         for row in rows
     ]
+
+
+def conversation_score(*, conversation_id: int) -> int | None:
+    """The shopper's 1-5 rating of the conversation, if given."""
+    return conversation_ratings(conversation_id=conversation_id)[1]
 
 
 def conversation_recent_turns(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import timedelta
 from typing import Any
@@ -10,6 +11,11 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+
+from routing.releases.assignment import release_assign
+from routing.releases.config import ReleaseConfig
+from routing.releases.metrics import ReplyFacts, reply_record
+from routing.releases.models import STABLE
 
 from .dialogue import Dialogue, ReplyPlan, TurnContext, language_of
 from .models import Conversation, Message
@@ -89,6 +95,8 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[ReplyPlan, int]
     """Decide the reply for a stored message and create its (streaming) reply row."""
     conversation = Conversation.objects.get(pk=conversation_id)
     message = Message.objects.get(pk=message_id, conversation_id=conversation_id)
+    # Gray release: the session's sticky variant decides the configuration of this turn.
+    assignment = release_assign(session=str(conversation.public_id))
     ctx = TurnContext(
         text=message.text,
         language=message.language or language_of(message.text),
@@ -97,8 +105,11 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[ReplyPlan, int]
         history=conversation_recent_turns(
             conversation_id=conversation_id, before_id=message_id, turns=3
         ),
+        clarify_threshold=assignment.config.clarify_threshold,
+        prompt_version=assignment.config.prompt_version,
     )
     plan = Dialogue(ctx).plan()
+    _release_apply(plan, assignment.config)
     conversation.state = ctx.state
     conversation.language = plan.language
     fields = ["state", "language", "updated_at"]
@@ -126,8 +137,29 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[ReplyPlan, int]
             intent=plan.intent,
             confidence=plan.confidence,
             route_reason=plan.route_reason,
+            variant=assignment.variant,
+            release_id=assignment.release_id,
         )
     return plan, reply.pk
+
+
+def _release_apply(plan: ReplyPlan, config: ReleaseConfig) -> None:
+    """Point the plan at the release's model role for its tier and, for the fast
+    model, at the release's sampling parameters."""
+    if plan.generation is None:
+        return
+    was_fast = plan.role == "fast"
+    plan.role = config.role_for(plan.tier, plan.role)
+    if was_fast and (config.fast_temperature is not None or config.fast_max_tokens is not None):
+        plan.generation = dataclasses.replace(
+            plan.generation,
+            temperature=plan.generation.temperature
+            if config.fast_temperature is None
+            else config.fast_temperature,
+            max_tokens=plan.generation.max_tokens
+            if config.fast_max_tokens is None
+            else config.fast_max_tokens,
+        )
 
 
 def reply_finish(
@@ -152,4 +184,53 @@ def reply_finish(
         total_ms=total_ms,
         metadata=metadata or {},
         updated_at=timezone.now(),
+    )
+    # Per-minute release metrics. Never at the reply's expense: the reply is stored.
+    try:
+        reply_metrics_record(
+            reply_id=reply_id,
+            text=text,
+            status=status,
+            model=model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            first_chunk_ms=first_chunk_ms,
+            metadata=metadata or {},
+        )
+    except Exception:
+        logger.exception("could not record the metrics of reply %s", reply_id)
+
+
+def reply_metrics_record(
+    *,
+    reply_id: int,
+    text: str,
+    status: str,
+    model: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    first_chunk_ms: float | None,
+    metadata: dict[str, Any],
+) -> None:
+    row = (
+        Message.objects.filter(pk=reply_id)
+        .values("tier", "variant", "release_id", "reply_to__text")
+        .first()
+    )
+    if row is None:
+        return
+    reply_record(
+        ReplyFacts(
+            release_id=row["release_id"],
+            variant=row["variant"] or STABLE,
+            tier=row["tier"],
+            status=status,
+            model=model,
+            first_chunk_ms=first_chunk_ms,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            question=row["reply_to__text"] or "",
+            text=text,
+            metadata=metadata,
+        )
     )

@@ -259,3 +259,26 @@ for _model in _VERSIONED_MODELS:
     receiver(post_delete, sender=_model, dispatch_uid=f"routing_bump_delete_{_model.__name__}")(
         _router_changed
     )
+
+
+# Gray release (routing/releases/): defined there, registered with this app.
+from routing.releases.models import (  # noqa: E402
+    GuardrailDecision,
+    MetricMinute,
+    Release,
+    ReleaseEvent,
+)
+
+__all__ = [
+    "ClassifierModel",
+    "GuardrailDecision",
+    "Intent",
+    "MetricMinute",
+    "Release",
+    "ReleaseEvent",
+    "ReplyTemplate",
+    "RouterVersion",
+    "Rule",
+    "SlotPattern",
+    "Utterance",
+]

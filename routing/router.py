@@ -229,8 +229,16 @@ def _top(scores: list[tuple[str, float]]) -> list[list[Any]]:
     return [[intent, round(prob, 4)] for intent, prob in scores[:3]]
 
 
-def route_decide(*, text: str, language: str, snapshot: RouterSnapshot) -> RouteDecision:
-    """The decision for one message against a given snapshot (no database access)."""
+def route_decide(
+    *,
+    text: str,
+    language: str,
+    snapshot: RouterSnapshot,
+    clarify_threshold: float | None = None,
+) -> RouteDecision:
+    """The decision for one message against a given snapshot (no database access).
+
+    ``clarify_threshold`` overrides the setting (a release's router threshold)."""
     normalised = text_normalise(text)
     if language not in ("en", "zh"):
         language = language_detect(normalised)
@@ -285,7 +293,11 @@ def route_decide(*, text: str, language: str, snapshot: RouterSnapshot) -> Route
             CLARIFY, OUT_OF_SCOPE, 0.0, {"kind": "clarify", "why": "no_intents", "top": []}
         )
     intent, prob = scores[0]
-    threshold = settings.TIERDESK_ROUTER_CLARIFY_THRESHOLD
+    threshold = (
+        settings.TIERDESK_ROUTER_CLARIFY_THRESHOLD
+        if clarify_threshold is None
+        else clarify_threshold
+    )
     tier = snapshot.intent_tiers[intent]
     if prob < threshold:
         return decided(
@@ -307,12 +319,19 @@ def route_decide(*, text: str, language: str, snapshot: RouterSnapshot) -> Route
     return decided(tier, intent, prob, {"kind": "classifier", "top": _top(scores)})
 
 
-def route_message(*, text: str, language: str) -> RouteDecision:
+def route_message(
+    *, text: str, language: str, clarify_threshold: float | None = None
+) -> RouteDecision:
     """Route one shopper message. Sync and CPU-bound: call it off the event loop.
 
     ``language`` is the conversation's language ("en"/"zh"); anything else is
     detected from the text. ``elapsed_ms`` covers the whole call.
     """
     started = time.perf_counter()
-    decision = route_decide(text=text, language=language, snapshot=router_snapshot_get())
+    decision = route_decide(
+        text=text,
+        language=language,
+        snapshot=router_snapshot_get(),
+        clarify_threshold=clarify_threshold,
+    )
     return replace(decision, elapsed_ms=(time.perf_counter() - started) * 1000)

@@ -12,7 +12,9 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT INT TERM
 
 .venv/bin/python manage.py demo_admin
-.venv/bin/celery -A chatbot worker --loglevel=WARNING --concurrency=1 >var/log/worker.log 2>&1 &
+# -B: the worker also runs Celery beat (the gray-release schedule and guardrails tick
+# every minute); one process is enough for the single-machine embedded default.
+.venv/bin/celery -A chatbot worker -B --schedule=var/celerybeat-schedule --loglevel=WARNING --concurrency=1 >var/log/worker.log 2>&1 &
 pids+=($!)
 .venv/bin/daphne -b "$HOST" -p "$PORT" chatbot.asgi:application >var/log/daphne.log 2>&1 &
 pids+=($!)
@@ -28,4 +30,5 @@ echo
 echo "Tierdesk is ready."
 echo "  Demo shop with the chat widget: http://$HOST:$PORT/"
 echo "  Django admin (demo login admin / admin): http://$HOST:$PORT/admin/"
+echo "  Operator console (demo login operator / operator): http://$HOST:$PORT/operators/"
 wait -n "${pids[@]}"

@@ -1,4 +1,6 @@
-"""Create the demo support admin (admin / admin) in development only."""
+"""Create the demo users in development only: admin / admin (superuser), operator /
+operator (the "operators" group: the console at /operators/) and support / support
+(the "support admins" group: knowledge base and intents)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
-    help = "Create the demo admin user admin/admin (development only)."
+    help = "Create the demo users admin, operator and support (development only)."
 
     def handle(self, *args: Any, **options: Any) -> None:
         if settings.TIERDESK_ENV != "development":
@@ -19,3 +21,15 @@ class Command(BaseCommand):
         if not user_model.objects.filter(username="admin").exists():
             user_model.objects.create_superuser("admin", "admin@example.com", "admin")
             self.stdout.write("created demo admin: admin / admin")
+        from django.contrib.auth.models import Group
+
+        from routing.releases.permissions import OPERATORS, SUPPORT_ADMINS, groups_ensure
+
+        groups_ensure()
+        for username, group in (("operator", OPERATORS), ("support", SUPPORT_ADMINS)):
+            if user_model.objects.filter(username=username).exists():
+                continue
+            # Staff, so the admin login page lets them in; what they see is their group's.
+            user = user_model.objects.create_user(username, password=username, is_staff=True)
+            user.groups.add(Group.objects.get(name=group))
+            self.stdout.write(f"created demo {group} user: {username} / {username}")

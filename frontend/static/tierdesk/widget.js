@@ -48,6 +48,11 @@
           .filter(Boolean)
           .join(" \u00b7 "),
       greeting: "Hi! Ask me about your orders, delivery, returns or our products.",
+      rateReply: "Was this helpful?",
+      up: "Helpful",
+      down: "Not helpful",
+      rateChat: "How did we do?",
+      score: (n) => `${n} of 5`,
     },
     zh: {
       title: "\u5728\u7ebf\u5ba2\u670d",
@@ -77,8 +82,18 @@
           .filter(Boolean)
           .join(" \u00b7 "),
       greeting: "\u60a8\u597d\uff01\u53ef\u4ee5\u95ee\u6211\u8ba2\u5355\u3001\u914d\u9001\u3001\u9000\u8d27\u6216\u5546\u54c1\u76f8\u5173\u7684\u95ee\u9898\u3002",
+      rateReply: "\u8fd9\u4e2a\u56de\u7b54\u6709\u5e2e\u52a9\u5417\uff1f",
+      up: "\u6709\u5e2e\u52a9",
+      down: "\u6ca1\u6709\u5e2e\u52a9",
+      rateChat: "\u60a8\u5bf9\u672c\u6b21\u670d\u52a1\u6ee1\u610f\u5417\uff1f",
+      score: (n) => `${n} \u5206`,
     },
   };
+
+  // A thumb (drawn here, no icon font); "down" is the same shape turned over.
+  const THUMB =
+    '<svg viewBox="0 0 24 24" width="15" height="15" aria-hidden="true" focusable="false">' +
+    '<path fill="currentColor" d="M2 10h4v11H2zM8 10l4.5-7.5c1.4 0 2.4 1 2.1 2.5L13.9 9H20a2 2 0 0 1 2 2.3l-1.3 7.9A2 2 0 0 1 18.7 21H8z"/></svg>';
 
   const BACKOFF_BASE_MS = 500;
   const BACKOFF_MAX_MS = 15000;
@@ -254,7 +269,18 @@
         '<path fill="currentColor" d="M3 20.5 21 12 3 3.5v6.6l12 1.9-12 1.9z"/></svg>';
       form.append(this._inputLabel, this._input, this._sendBtn);
 
-      this._panel.append(header, this._status, this._log, form);
+      // CSAT for the whole conversation: shown once there is a reply to rate.
+      this._csat = el("div", { class: "csat", role: "group" });
+      this._csatLabel = el("span", { class: "csat-label" });
+      this._csat.append(this._csatLabel);
+      for (let n = 1; n <= 5; n += 1) {
+        const b = el("button", { type: "button", "data-score": String(n), "aria-pressed": "false" }, String(n));
+        b.addEventListener("click", () => this._rate(null, n));
+        this._csat.append(b);
+      }
+      this._csat.hidden = true;
+
+      this._panel.append(header, this._status, this._log, this._csat, form);
       root.append(this._panel, this._launcher);
       this._label();
       this._renderLog([]);
@@ -294,6 +320,9 @@
       this._sendBtn.title = t.send;
       this._log.setAttribute("aria-label", t.log);
       this._greeting.textContent = t.greeting;
+      this._csatLabel.textContent = t.rateChat;
+      this._csat.setAttribute("aria-label", t.rateChat);
+      this._csat.querySelectorAll("button").forEach((b) => b.setAttribute("aria-label", t.score(b.dataset.score)));
       this._showStatus();
     }
 
@@ -360,13 +389,60 @@
       bubble.append(box);
     }
 
+    // CSAT on one reply (docs/protocol.md, "rate"): pressing the other thumb changes
+    // the rating; the server keeps one rating per reply.
+    _thumbs(bubble, rating) {
+      const id = bubble.getAttribute("data-message-id");
+      if (!id || bubble.querySelector(".rate")) return;
+      const t = this._t;
+      const box = el("span", { class: "rate", role: "group", "aria-label": t.rateReply });
+      for (const value of ["up", "down"]) {
+        const b = el("button", {
+          type: "button",
+          class: `thumb ${value}`,
+          "data-value": value,
+          "aria-pressed": String(rating === value),
+          "aria-label": t[value],
+          title: t[value],
+        });
+        b.innerHTML = THUMB;
+        b.addEventListener("click", () => this._rate(Number(id), value));
+        box.append(b);
+      }
+      if (rating) bubble.setAttribute("data-rating", rating);
+      bubble.append(box);
+      this._csat.hidden = false;
+    }
+
+    _rate(messageId, value) {
+      const frame = messageId == null ? { type: "rate", value } : { type: "rate", message_id: messageId, value };
+      if (!this._send(frame)) return;
+      this._showRating(messageId, value); // shown now; the server's "rated" confirms it
+    }
+
+    _showRating(messageId, value) {
+      if (messageId == null) {
+        this._csat.setAttribute("data-score", String(value));
+        this._csat.querySelectorAll("button").forEach((b) =>
+          b.setAttribute("aria-pressed", String(Number(b.dataset.score) === Number(value))),
+        );
+        return;
+      }
+      const bubble = this._log.querySelector(`.msg.bot[data-message-id="${CSS.escape(String(messageId))}"]`);
+      if (!bubble) return;
+      bubble.setAttribute("data-rating", value);
+      bubble.querySelectorAll(".rate button").forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.value === value)));
+    }
+
     _system(text, cls = "") {
       return this._append(el("p", { class: `system ${cls}`.trim() }, text));
     }
 
     // The conversation as stored: rebuilt from every hello (docs/protocol.md, history).
-    _renderLog(history) {
+    _renderLog(history, score) {
       this._log.replaceChildren(this._greeting);
+      this._csat.hidden = true;
+      this._showRating(null, score ?? 0);
       for (const m of history) {
         if (m.role === "user") {
           this._log.append(this._userBubble(m.text, { "data-message-id": String(m.message_id), "data-status": "sent" }));
@@ -377,6 +453,7 @@
         if (m.status === "incomplete" || m.status === "streaming") this._note(b, this._t.cutOff);
         else if (m.status === "error") this._note(b, this._t.failed);
         this._badge(b, m);
+        if (m.status === "complete") this._thumbs(b, m.rating);
         this._log.append(b);
       }
       // Messages not acked yet follow the stored ones; they are re-sent after hello.
@@ -531,6 +608,9 @@
         case "pong":
           clearTimeout(this._pongTimer);
           return;
+        case "rated":
+          this._showRating(f.message_id ?? null, f.value);
+          return;
         default:
           return; // newer server, older widget: ignore what we don't know
       }
@@ -553,7 +633,7 @@
       this._pumpTimer = null;
       this._bot = null;
       this._log.removeAttribute("aria-busy");
-      this._renderLog(Array.isArray(f.history) ? f.history : []);
+      this._renderLog(Array.isArray(f.history) ? f.history : [], f.rating);
       this._setState("open");
       const token = this.getAttribute("token");
       if (token) this._send({ type: "identify", token });
@@ -676,6 +756,7 @@
           if (op.message_id != null) b.setAttribute("data-message-id", String(op.message_id));
           this._badge(b, op);
           this._sources(b, op.citations);
+          if ((op.status || "complete") === "complete") this._thumbs(b, null);
           if (Array.isArray(op.actions) && op.actions.includes("confirm")) this._confirmButtons();
           if (!this.isOpen) this._launcher.classList.add("unread");
           this._scrollToEnd();

@@ -1,0 +1,306 @@
+"""The operator console and the Prometheus endpoint (thin views over routing.releases).
+
+Who may do what (routing/releases/permissions.py): the console needs
+``routing.view_release_metrics`` (the "operators" group); operating a release needs
+``routing.operate_release``; creating a draft ``routing.add_release``. Shoppers are
+never Django users, so they get the login page or a 403, never data.
+
+Every operation is two POSTs: the first shows what will happen (which buckets move,
+how many sessions) and asks for confirmation; the second, with ``confirmed=1``,
+does it. Both carry the reason that goes into the audit trail.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from routing.releases import clock
+from routing.releases import services as releases
+from routing.releases.assignment import buckets_moved
+from routing.releases.metrics import Window
+from routing.releases.models import Release
+from routing.releases.selectors import dashboard, release_overview
+
+from .charts import fmt_ms, fmt_pct, fmt_usd, line_chart
+
+ACTIONS = ("start", "weight", "pause", "resume", "promote", "rollback")
+HOURS_CHOICES = (1, 6, 24, 72, 168)
+
+
+class ActionForm(forms.Form):
+    reason = forms.CharField(max_length=2000, strip=True)
+    weight = forms.IntegerField(min_value=0, max_value=100, required=False)
+    confirmed = forms.BooleanField(required=False)
+
+
+class NewReleaseForm(forms.Form):
+    name = forms.SlugField(max_length=64)
+    description = forms.CharField(required=False, max_length=2000)
+    config = forms.JSONField(required=False, initial=dict)
+    reason = forms.CharField(max_length=2000, strip=True)
+
+
+def _charts(board: Any) -> list[Any]:
+    c = board.charts
+    return [
+        line_chart(
+            c["p95_variant"],
+            title="p95 first chunk, per variant",
+            fmt=fmt_ms,
+            chart_id="chart-p95-variant",
+        ),
+        line_chart(
+            c["errors_variant"],
+            title="Error rate, per variant",
+            fmt=fmt_pct,
+            chart_id="chart-errors-variant",
+        ),
+        line_chart(
+            c["csat_variant"],
+            title="CSAT (satisfied ratings), per variant",
+            fmt=fmt_pct,
+            chart_id="chart-csat-variant",
+            y_max=1.0,
+        ),
+        line_chart(
+            c["share_variant"],
+            title="Traffic share, per variant",
+            fmt=fmt_pct,
+            chart_id="chart-share-variant",
+            y_max=1.0,
+        ),
+        line_chart(
+            c["p95_tier"], title="p95 first chunk, per tier", fmt=fmt_ms, chart_id="chart-p95-tier"
+        ),
+        line_chart(
+            c["share_tier"],
+            title="Traffic share, per tier",
+            fmt=fmt_pct,
+            chart_id="chart-share-tier",
+            y_max=1.0,
+        ),
+        line_chart(
+            c["cost"],
+            title="Cumulative cost vs all-L3 baseline",
+            fmt=fmt_usd,
+            chart_id="chart-cost",
+        ),
+    ]
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f}%"
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else fmt_ms(value)
+
+
+def _row(name: str, w: Window) -> list[str]:
+    return [
+        name,
+        str(w.replies),
+        _ms(w.p(0.5)),
+        _ms(w.p(0.95)),
+        _pct(w.error_rate),
+        _pct(w.fallback_rate),
+        str(w.handoffs),
+        str(w.ratings),
+        _pct(w.csat),
+        f"{w.prompt_tokens + w.completion_tokens:,}",
+        fmt_usd(w.cost),
+        _pct(w.saving_ratio),
+    ]
+
+
+@require_GET
+@login_required
+@permission_required("routing.view_release_metrics", raise_exception=True)
+def console(request: HttpRequest) -> HttpResponse:
+    try:
+        hours = int(request.GET.get("hours", "6"))
+    except ValueError:
+        hours = 6
+    hours = hours if hours in HOURS_CHOICES else 6
+    overview = release_overview()
+    board = dashboard(until=clock.now(), hours=hours)
+    drafts = [r for r in overview.releases if r.status == Release.Status.DRAFT]
+    context = {
+        "overview": overview,
+        "board": board,
+        "charts": _charts(board),
+        "variant_rows": [_row(name, w) for name, w in sorted(board.by_variant.items())],
+        "tier_rows": [_row(name, w) for name, w in sorted(board.by_tier.items())],
+        "total": {
+            "saving": _pct(board.total.saving_ratio),
+            "cost": fmt_usd(board.total.cost),
+            "baseline_cost": fmt_usd(board.total.baseline_cost),
+        },
+        "drafts": drafts,
+        "hours": hours,
+        "hours_choices": HOURS_CHOICES,
+        "can_operate": request.user.has_perm("routing.operate_release"),
+        "can_create": request.user.has_perm("routing.add_release"),
+        "new_form": NewReleaseForm(),
+        "schedule": {
+            "start": settings.TIERDESK_RELEASE_START_WEIGHT,
+            "step": settings.TIERDESK_RELEASE_STEP_PCT,
+            "interval": settings.TIERDESK_RELEASE_STEP_INTERVAL_MIN,
+            "max": settings.TIERDESK_RELEASE_MAX_WEIGHT,
+        },
+    }
+    return render(request, "frontend/operators/console.html", context)
+
+
+def _effect(release: Release, action: str, weight: int | None) -> str:
+    """What the action will do, in the words the confirmation page shows."""
+    s = settings
+    if action == "start":
+        return (
+            f"Start {release.name} as the candidate at {s.TIERDESK_RELEASE_START_WEIGHT}% of "
+            f"sessions, then +{s.TIERDESK_RELEASE_STEP_PCT}% every "
+            f"{s.TIERDESK_RELEASE_STEP_INTERVAL_MIN} minutes up to "
+            f"{s.TIERDESK_RELEASE_MAX_WEIGHT}%, watched by the guardrails."
+        )
+    if action == "weight" and weight is not None:
+        moved = buckets_moved(before=release.weight, after=weight)
+        if not len(moved):
+            return f"{release.name} stays at {weight}%: nothing moves."
+        direction = "to the candidate" if weight > release.weight else "back to the stable release"
+        return (
+            f"Set {release.name} from {release.weight}% to {weight}%: buckets "
+            f"{moved.start}-{moved.stop - 1} ({len(moved)}% of sessions) move {direction}. "
+            "Every other session keeps its variant."
+        )
+    return {
+        "pause": f"Pause the schedule of {release.name} at {release.weight}%. "
+        "The guardrails keep watching.",
+        "resume": f"Resume the schedule of {release.name}; the next step is one interval away.",
+        "promote": f"Promote {release.name}: it becomes the stable release for every session.",
+        "rollback": f"Roll back {release.name}: every session returns to the stable release.",
+    }.get(action, action)
+
+
+def _run(
+    release: Release, action: str, weight: int | None, request: HttpRequest, reason: str
+) -> str:
+    kwargs: dict[str, Any] = {"release_id": release.pk, "user": request.user, "reason": reason}
+    if action == "start":
+        done = releases.release_start(**kwargs)
+        return f"{done.name} is running at {done.weight}%."
+    if action == "weight":
+        if weight is None:
+            raise releases.ReleaseError("give the new weight")
+        done = releases.release_weight_set(weight=weight, **kwargs)
+        return f"{done.name} is at {done.weight}%."
+    if action == "pause":
+        return f"{releases.release_pause(**kwargs).name} is paused."
+    if action == "resume":
+        return f"{releases.release_resume(**kwargs).name} resumed."
+    if action == "promote":
+        return f"{releases.release_promote(**kwargs).name} is the stable release now."
+    if action == "rollback":
+        return f"{releases.release_rollback(**kwargs).name} was rolled back."
+    raise releases.ReleaseError(f"unknown action {action!r}")
+
+
+@require_POST
+@login_required
+def release_action(request: HttpRequest, release_id: int, action: str) -> HttpResponse:
+    if not request.user.has_perm("routing.operate_release"):
+        raise PermissionDenied("operating a release needs the operators' permission")
+    release = get_object_or_404(Release, pk=release_id)
+    back = HttpResponseRedirect(reverse("operators:console"))
+    if action not in ACTIONS:
+        messages.error(request, f"Unknown action {action!r}.")
+        return back
+    form = ActionForm(request.POST)
+    if not form.is_valid():
+        messages.error(
+            request,
+            "Say why (the reason is kept in the audit trail), and give a "
+            "weight between 0 and 100 where one is asked for.",
+        )
+        return back
+    weight = form.cleaned_data.get("weight")
+    reason = form.cleaned_data["reason"]
+    if not form.cleaned_data["confirmed"]:
+        return render(
+            request,
+            "frontend/operators/confirm.html",
+            {
+                "release": release,
+                "action": action,
+                "weight": weight,
+                "reason": reason,
+                "effect": _effect(release, action, weight),
+            },
+        )
+    try:
+        message = _run(release, action, weight, request, reason)
+    except releases.ReleaseError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, message)
+    return back
+
+
+@require_POST
+@login_required
+@permission_required("routing.add_release", raise_exception=True)
+def release_new(request: HttpRequest) -> HttpResponse:
+    form = NewReleaseForm(request.POST)
+    if not form.is_valid():
+        errors = "; ".join(f"{k}: {' '.join(str(e) for e in v)}" for k, v in form.errors.items())
+        messages.error(request, f"The draft was not created: {errors}")
+    else:
+        try:
+            release = releases.release_create_validated(
+                name=form.cleaned_data["name"],
+                description=form.cleaned_data["description"],
+                config=form.cleaned_data["config"] or {},
+                user=request.user,
+                reason=form.cleaned_data["reason"],
+            )
+        except releases.ReleaseError as exc:
+            messages.error(request, f"The draft was not created: {exc}")
+        else:
+            messages.success(request, f"Draft {release.name} created.")
+    return HttpResponseRedirect(reverse("operators:console"))
+
+
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus exposition: a bearer token (TIERDESK_METRICS_TOKEN) or a signed-in
+    user with the console permission. Anyone else gets 401/403 and no numbers."""
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    from routing.releases.prom import exposition
+
+    token = settings.TIERDESK_METRICS_TOKEN
+    header = request.headers.get("Authorization", "")
+    if header.startswith("Bearer "):
+        if not token or not hmac.compare_digest(header[7:].encode(), token.encode()):
+            return _unauthorized()
+    elif not request.user.is_authenticated:
+        return _unauthorized()
+    elif not request.user.has_perm("routing.view_release_metrics"):
+        raise PermissionDenied("metrics are for operators")
+    return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)
+
+
+def _unauthorized() -> HttpResponse:
+    response = HttpResponse("credentials required\n", status=401, content_type="text/plain")
+    response["WWW-Authenticate"] = 'Bearer realm="tierdesk-metrics"'
+    return response

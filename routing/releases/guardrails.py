@@ -1,0 +1,199 @@
+"""The guardrails: candidate against stable, on the same minutes (pure; no I/O).
+
+Checks, each "insufficient" (below the minimum sample: it can't trip), "pass" or
+"breach" (routing/releases/stats.py states the test):
+
+- ``latency:<tier>`` and ``latency:all``: p95 first-chunk latency; per tier because the
+  tiers differ by an order of magnitude and a mix-weighted p95 hides an L1 regression.
+  Alpha is split between the latency checks that have data (Bonferroni);
+- ``errors``: error rate, all tiers;
+- ``csat``: share of satisfied ratings, all tiers, over its own longer window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .metrics import Window, hist_above
+from .stats import two_proportion_worse
+
+INSUFFICIENT, PASS, BREACH = "insufficient", "pass", "breach"
+
+
+@dataclass(frozen=True)
+class GuardSettings:
+    latency_ratio: float = 1.15
+    latency_min_delta_ms: float = 20.0
+    error_pp: float = 0.5
+    csat_pp: float = 2.0
+    min_replies: int = 200
+    min_ratings: int = 100
+    alpha: float = 0.01
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    candidate: float | None = None
+    stable: float | None = None
+    threshold: float | None = None
+    n_candidate: int = 0
+    n_stable: int = 0
+    z: float | None = None
+    p_value: float | None = None
+    alpha: float | None = None
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+    def line(self) -> str:
+        if self.status == INSUFFICIENT:
+            return f"{self.name}: not enough data ({self.note})"
+        p = f"p={self.p_value:.2g}" if self.p_value is not None else ""
+        return f"{self.name}: {self.note} {p} -> {self.status}"
+
+
+@dataclass
+class Evaluation:
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def breaches(self) -> list[Check]:
+        return [c for c in self.checks if c.status == BREACH]
+
+    def sufficient(self, name: str) -> bool:
+        return any(c.name == name and c.status != INSUFFICIENT for c in self.checks)
+
+    @property
+    def healthy_with_data(self) -> bool:
+        """No breach, and the overall latency and error checks had enough data."""
+        return not self.breaches and self.sufficient("latency:all") and self.sufficient("errors")
+
+    def summary(self) -> str:
+        """One line for people: the breaches if any, else every check that had data,
+        and the main checks still waiting for it (per-tier gaps are in the numbers)."""
+        if self.breaches:
+            return "; ".join(c.line() for c in self.breaches)
+        main = ("latency:all", "errors", "csat")
+        shown = [c for c in self.checks if c.status != INSUFFICIENT or c.name in main]
+        return "; ".join(c.line() for c in shown)
+
+
+def _latency(name: str, cand: Window, stable: Window, cfg: GuardSettings, alpha: float) -> Check:
+    n_c, n_s = cand.latency_n, stable.latency_n
+    if n_c < cfg.min_replies or n_s < cfg.min_replies:
+        return Check(
+            name,
+            INSUFFICIENT,
+            n_candidate=n_c,
+            n_stable=n_s,
+            note=f"{n_c}/{n_s} < {cfg.min_replies}",
+        )
+    s95, c95 = stable.p(0.95) or 0.0, cand.p(0.95) or 0.0
+    line = max(s95 * cfg.latency_ratio, s95 + cfg.latency_min_delta_ms)
+    test = two_proportion_worse(
+        bad_c=hist_above(cand.hist, line), n_c=n_c, bad_s=hist_above(stable.hist, line), n_s=n_s
+    )
+    worse = c95 >= line and test.p_value < alpha
+    return Check(
+        name,
+        BREACH if worse else PASS,
+        candidate=c95,
+        stable=s95,
+        threshold=line,
+        n_candidate=n_c,
+        n_stable=n_s,
+        z=test.z,
+        p_value=test.p_value,
+        alpha=alpha,
+        note=(
+            f"p95 {c95:.0f} ms vs {s95:.0f} ms (line {line:.0f} ms; over it "
+            f"{test.p_candidate:.1%} vs {test.p_stable:.1%})"
+        ),
+    )
+
+
+def _errors(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
+    n_c, n_s = cand.replies, stable.replies
+    if n_c < cfg.min_replies or n_s < cfg.min_replies:
+        return Check(
+            "errors",
+            INSUFFICIENT,
+            n_candidate=n_c,
+            n_stable=n_s,
+            note=f"{n_c}/{n_s} < {cfg.min_replies}",
+        )
+    test = two_proportion_worse(bad_c=cand.errors, n_c=n_c, bad_s=stable.errors, n_s=n_s)
+    delta_pp = (test.p_candidate - test.p_stable) * 100
+    worse = delta_pp >= cfg.error_pp and test.p_value < cfg.alpha
+    return Check(
+        "errors",
+        BREACH if worse else PASS,
+        candidate=test.p_candidate,
+        stable=test.p_stable,
+        threshold=cfg.error_pp,
+        n_candidate=n_c,
+        n_stable=n_s,
+        z=test.z,
+        p_value=test.p_value,
+        alpha=cfg.alpha,
+        note=f"error rate {test.p_candidate:.2%} vs {test.p_stable:.2%} ({delta_pp:+.2f} pp)",
+    )
+
+
+def _csat(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
+    n_c, n_s = cand.ratings, stable.ratings
+    if n_c < cfg.min_ratings or n_s < cfg.min_ratings:
+        return Check(
+            "csat",
+            INSUFFICIENT,
+            n_candidate=n_c,
+            n_stable=n_s,
+            note=f"{n_c}/{n_s} < {cfg.min_ratings} ratings",
+        )
+    test = two_proportion_worse(
+        bad_c=n_c - cand.satisfied, n_c=n_c, bad_s=n_s - stable.satisfied, n_s=n_s
+    )
+    csat_c, csat_s = 1 - test.p_candidate, 1 - test.p_stable
+    drop_pp = (csat_s - csat_c) * 100
+    worse = drop_pp >= cfg.csat_pp and test.p_value < cfg.alpha
+    return Check(
+        "csat",
+        BREACH if worse else PASS,
+        candidate=csat_c,
+        stable=csat_s,
+        threshold=cfg.csat_pp,
+        n_candidate=n_c,
+        n_stable=n_s,
+        z=test.z,
+        p_value=test.p_value,
+        alpha=cfg.alpha,
+        note=f"CSAT {csat_c:.1%} vs {csat_s:.1%} ({-drop_pp:+.1f} pp)",
+    )
+
+
+def evaluate(
+    *,
+    candidate: Window,
+    stable: Window,
+    candidate_tiers: dict[str, Window],
+    stable_tiers: dict[str, Window],
+    candidate_csat: Window,
+    stable_csat: Window,
+    cfg: GuardSettings,
+) -> Evaluation:
+    pairs = [("latency:all", candidate, stable)] + [
+        (f"latency:{tier}", candidate_tiers[tier], stable_tiers[tier])
+        for tier in sorted(set(candidate_tiers) & set(stable_tiers))
+    ]
+    with_data = sum(
+        1 for _, c, s in pairs if c.latency_n >= cfg.min_replies and s.latency_n >= cfg.min_replies
+    )
+    alpha = cfg.alpha / max(1, with_data)
+    checks = [_latency(name, c, s, cfg, alpha) for name, c, s in pairs]
+    checks.append(_errors(candidate, stable, cfg))
+    checks.append(_csat(candidate_csat, stable_csat, cfg))
+    return Evaluation(checks)

@@ -1,0 +1,345 @@
+"""Per-minute aggregates per release, variant and tier, and what they add up to.
+
+Written when a reply finishes (``reply_record``) and when a shopper rates
+(``rating_record``), into ``MetricMinute`` rows keyed by the minute of the release
+clock. First-chunk latency goes into a histogram with fixed log-spaced bounds, so any
+window's p50/p95 is read from merged minutes (within one bucket, i.e. about 5%).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from . import clock
+from .models import MetricMinute
+
+logger = logging.getLogger(__name__)
+
+# Upper bounds (ms) of the latency buckets: 1 ms .. ~60 s, 10% apart; one overflow bucket.
+LATENCY_BOUNDS_MS: tuple[float, ...] = tuple(
+    round(1.1**i, 3) for i in range(int(math.log(60_000) / math.log(1.1)) + 2)
+)
+HIST_SIZE = len(LATENCY_BOUNDS_MS) + 1
+
+# A shopper asking for a person (EN/ZH). Counted, per tier and variant, as a handoff
+# request: a release that makes shoppers give up on the bot shows up here first.
+HANDOFF = re.compile(
+    r"\b(human|real person|live (agent|person|chat)|(an? |the )?agent|representative|"
+    r"someone (real|from support)|speak to (a |an )?(person|manager|someone))\b"
+    r"|人工|真人|转接|客服人员|找客服",
+    re.IGNORECASE,
+)
+# Fallback reasons that are a policy choice, not a failure of the model.
+_NOT_ERRORS = {"timeout", "breaker_open", "session_budget", "prompt_too_long"}
+_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+
+
+def handoff_requested(text: str) -> bool:
+    return bool(HANDOFF.search(text or ""))
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count: one per CJK character, one per 4 other characters."""
+    cjk = len(_CJK.findall(text or ""))
+    return cjk + math.ceil((len(text or "") - cjk) / 4)
+
+
+def price_of(model: str) -> tuple[float, float]:
+    """(prompt, completion) USD per million tokens; unknown models cost the default."""
+    prices: dict[str, Any] = settings.TIERDESK_MODEL_PRICES
+    value = prices.get(model) or prices.get("*") or (0.0, 0.0)
+    return float(value[0]), float(value[1])
+
+
+def cost_of(model: str, prompt_tokens: int, completion_tokens: int) -> float:
+    p, c = price_of(model)
+    return (prompt_tokens * p + completion_tokens * c) / 1_000_000
+
+
+def is_error(status: str, metadata: dict[str, Any]) -> bool:
+    """A reply that failed, or whose model failed (a template then covered for it)."""
+    if status == "error":
+        return True
+    reason = str((metadata.get("fallback") or {}).get("reason") or "")
+    return bool(reason) and reason not in _NOT_ERRORS
+
+
+# --- histogram -----------------------------------------------------------------------------
+
+
+def hist_add(hist: list[int], value_ms: float) -> list[int]:
+    if len(hist) != HIST_SIZE:
+        hist = [0] * HIST_SIZE
+    hist[bisect.bisect_left(LATENCY_BOUNDS_MS, value_ms)] += 1
+    return hist
+
+
+def hist_merge(hists: Iterable[list[int]]) -> list[int]:
+    total = [0] * HIST_SIZE
+    for hist in hists:
+        if len(hist) == HIST_SIZE:
+            for i, n in enumerate(hist):
+                total[i] += n
+    return total
+
+
+def _bounds(i: int) -> tuple[float, float]:
+    low = LATENCY_BOUNDS_MS[i - 1] if i > 0 else 0.0
+    high = LATENCY_BOUNDS_MS[i] if i < len(LATENCY_BOUNDS_MS) else LATENCY_BOUNDS_MS[-1] * 1.1
+    return low, high
+
+
+def hist_quantile(hist: list[int], q: float) -> float | None:
+    """The q-quantile (ms), linearly interpolated inside its bucket."""
+    n = sum(hist)
+    if n == 0:
+        return None
+    rank = q * n
+    seen = 0
+    for i, count in enumerate(hist):
+        if count and seen + count >= rank:
+            low, high = _bounds(i)
+            return low + (high - low) * max(0.0, rank - seen) / count
+        seen += count
+    return _bounds(len(hist) - 1)[1]
+
+
+def hist_above(hist: list[int], threshold_ms: float) -> float:
+    """How many values exceed ``threshold_ms`` (interpolated inside its bucket)."""
+    above = 0.0
+    for i, count in enumerate(hist):
+        if not count:
+            continue
+        low, high = _bounds(i)
+        if low >= threshold_ms:
+            above += count
+        elif high > threshold_ms:
+            above += count * (high - threshold_ms) / (high - low)
+    return above
+
+
+# --- recording -----------------------------------------------------------------------------
+
+
+def _minute_update(
+    *, minute: datetime, release_id: int | None, variant: str, tier: str, apply: Callable[..., None]
+) -> None:
+    key = {"minute": minute, "release_id": release_id, "variant": variant, "tier": tier or "none"}
+    with transaction.atomic():
+        row = MetricMinute.objects.select_for_update().filter(**key).first()
+        if row is None:
+            try:
+                with transaction.atomic():
+                    row = MetricMinute.objects.create(**key, latency_hist=[0] * HIST_SIZE)
+            except IntegrityError:  # another process created it first
+                row = MetricMinute.objects.select_for_update().get(**key)
+        apply(row)
+        row.save()
+
+
+@dataclass(frozen=True)
+class ReplyFacts:
+    release_id: int | None
+    variant: str
+    tier: str
+    status: str
+    model: str
+    first_chunk_ms: float | None
+    prompt_tokens: int
+    completion_tokens: int
+    question: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def reply_record(facts: ReplyFacts, *, at: datetime | None = None) -> None:
+    """Add one finished reply to its minute (the release clock's minute)."""
+    minute = clock.minute_floor(at or clock.now())
+    error = is_error(facts.status, facts.metadata)
+    fallback = bool(facts.metadata.get("fallback"))
+    handoff = handoff_requested(facts.question)
+    cost = cost_of(facts.model, facts.prompt_tokens, facts.completion_tokens)
+    # What the same reply would have cost on the L3 model: its prompt carries the
+    # system prompt and context (a fixed overhead) plus the question; the answer is
+    # as long as the one given. A model reply's own counts win when they are larger.
+    baseline = cost_of(
+        settings.TIERDESK_COST_BASELINE_MODEL,
+        max(
+            facts.prompt_tokens,
+            settings.TIERDESK_COST_BASELINE_PROMPT_TOKENS + estimate_tokens(facts.question),
+        ),
+        max(facts.completion_tokens, estimate_tokens(facts.text)),
+    )
+
+    def apply(row: MetricMinute) -> None:
+        row.replies += 1
+        row.errors += int(error)
+        row.fallbacks += int(fallback)
+        row.handoffs += int(handoff)
+        row.prompt_tokens += facts.prompt_tokens
+        row.completion_tokens += facts.completion_tokens
+        row.cost += cost
+        row.baseline_cost += baseline
+        if facts.first_chunk_ms is not None:
+            row.latency_count += 1
+            row.latency_sum_ms += facts.first_chunk_ms
+            row.latency_hist = hist_add(list(row.latency_hist or []), facts.first_chunk_ms)
+
+    _minute_update(
+        minute=minute,
+        release_id=facts.release_id,
+        variant=facts.variant,
+        tier=facts.tier,
+        apply=apply,
+    )
+    from .prom import reply_observe
+
+    reply_observe(
+        facts, error=error, fallback=fallback, handoff=handoff, cost=cost, baseline=baseline
+    )
+
+
+def rating_record(
+    *,
+    minute: datetime,
+    release_id: int | None,
+    variant: str,
+    tier: str,
+    satisfied: bool,
+    previous: bool | None,
+) -> None:
+    """Count a rating in ``minute``; a changed rating (``previous`` set) only moves the
+    satisfied count of the minute it was first given in, so nothing counts twice."""
+
+    def apply(row: MetricMinute) -> None:
+        if previous is None:
+            row.ratings += 1
+            row.satisfied += int(satisfied)
+        else:
+            row.satisfied = max(0, row.satisfied + int(satisfied) - int(previous))
+
+    _minute_update(minute=minute, release_id=release_id, variant=variant, tier=tier, apply=apply)
+    from .prom import rating_observe
+
+    rating_observe(variant=variant, tier=tier, satisfied=satisfied, changed=previous is not None)
+
+
+# --- windows -------------------------------------------------------------------------------
+
+
+@dataclass
+class Window:
+    """Aggregates over some minutes of one release/variant (optionally one tier)."""
+
+    replies: int = 0
+    errors: int = 0
+    fallbacks: int = 0
+    handoffs: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    baseline_cost: float = 0.0
+    ratings: int = 0
+    satisfied: int = 0
+    hist: list[int] = field(default_factory=lambda: [0] * HIST_SIZE)
+
+    def add(self, row: MetricMinute) -> None:
+        self.replies += row.replies
+        self.errors += row.errors
+        self.fallbacks += row.fallbacks
+        self.handoffs += row.handoffs
+        self.prompt_tokens += row.prompt_tokens
+        self.completion_tokens += row.completion_tokens
+        self.cost += row.cost
+        self.baseline_cost += row.baseline_cost
+        self.ratings += row.ratings
+        self.satisfied += row.satisfied
+        self.hist = hist_merge([self.hist, list(row.latency_hist or [])])
+
+    @property
+    def latency_n(self) -> int:
+        return sum(self.hist)
+
+    def p(self, q: float) -> float | None:
+        return hist_quantile(self.hist, q)
+
+    @property
+    def error_rate(self) -> float | None:
+        return self.errors / self.replies if self.replies else None
+
+    @property
+    def fallback_rate(self) -> float | None:
+        return self.fallbacks / self.replies if self.replies else None
+
+    @property
+    def csat(self) -> float | None:
+        return self.satisfied / self.ratings if self.ratings else None
+
+    @property
+    def saving_ratio(self) -> float | None:
+        """1 - cost / all-L3 cost: the share of the L3 bill this traffic did not run up."""
+        return 1 - self.cost / self.baseline_cost if self.baseline_cost else None
+
+    def summary(self) -> dict[str, Any]:
+        def r(x: float | None, nd: int = 4) -> float | None:
+            return None if x is None else round(x, nd)
+
+        return {
+            "replies": self.replies,
+            "p50_ms": r(self.p(0.5), 1),
+            "p95_ms": r(self.p(0.95), 1),
+            "error_rate": r(self.error_rate),
+            "fallback_rate": r(self.fallback_rate),
+            "handoffs": self.handoffs,
+            "ratings": self.ratings,
+            "csat": r(self.csat),
+            "tokens": self.prompt_tokens + self.completion_tokens,
+            "cost": r(self.cost, 6),
+            "baseline_cost": r(self.baseline_cost, 6),
+            "saving_ratio": r(self.saving_ratio),
+        }
+
+
+def window_read(
+    *,
+    release_id: int | None,
+    variant: str | None,
+    since: datetime,
+    until: datetime,
+    tier: str | None = None,
+) -> Window:
+    rows = MetricMinute.objects.filter(minute__gte=since, minute__lt=until)
+    if release_id is not None:
+        rows = rows.filter(release_id=release_id)
+    if variant is not None:
+        rows = rows.filter(variant=variant)
+    if tier is not None:
+        rows = rows.filter(tier=tier)
+    window = Window()
+    for row in rows:
+        window.add(row)
+    return window
+
+
+def window_by_tier(
+    *, release_id: int | None, variant: str | None, since: datetime, until: datetime
+) -> dict[str, Window]:
+    rows = MetricMinute.objects.filter(minute__gte=since, minute__lt=until)
+    if release_id is not None:
+        rows = rows.filter(release_id=release_id)
+    if variant is not None:
+        rows = rows.filter(variant=variant)
+    tiers: dict[str, Window] = {}
+    for row in rows:
+        tiers.setdefault(row.tier, Window()).add(row)
+    return tiers

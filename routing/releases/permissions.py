@@ -1,0 +1,69 @@
+"""The two staff groups and what they may do (created at every ``migrate``).
+
+- "operators": releases (create drafts, operate them: weight, pause, resume, promote,
+  roll back), the console and the metrics; read-only on conversations and ratings.
+  Not the knowledge base or the router's content: grant those per user if needed.
+- "support admins": the knowledge base, intents, utterances, templates, slot patterns
+  and rules, and reading conversations and ratings. Not releases or weights.
+
+The group permissions are re-applied at each migrate: extra rights belong on users
+(or other groups), not in edits to these two.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+OPERATORS = "operators"
+SUPPORT_ADMINS = "support admins"
+
+GROUP_PERMISSIONS: dict[str, list[str]] = {
+    OPERATORS: [
+        "routing.view_release",
+        "routing.add_release",
+        "routing.change_release",
+        "routing.operate_release",
+        "routing.view_release_metrics",
+        "routing.view_releaseevent",
+        "routing.view_guardraildecision",
+        "routing.view_metricminute",
+        "chatbot.view_conversation",
+        "chatbot.view_message",
+        "chatbot.view_feedback",
+    ],
+    SUPPORT_ADMINS: [
+        *(
+            f"{app}.{action}_{model}"
+            for app, models in (
+                ("knowledge", ("document", "chunk")),
+                ("routing", ("intent", "utterance", "replytemplate", "slotpattern", "rule")),
+            )
+            for model in models
+            for action in ("add", "change", "delete", "view")
+        ),
+        "routing.view_classifiermodel",
+        "chatbot.view_conversation",
+        "chatbot.view_message",
+        "chatbot.view_feedback",
+    ],
+}
+
+
+def groups_ensure(**kwargs: Any) -> None:
+    """post_migrate receiver: create the groups and give them their permissions.
+
+    It runs after every app's migrate; permissions of apps migrated later are added
+    on their turn, so the last run leaves both groups complete."""
+    from django.contrib.auth.models import Group, Permission
+
+    for name, perms in GROUP_PERMISSIONS.items():
+        group, _ = Group.objects.get_or_create(name=name)
+        wanted = []
+        for perm in perms:
+            app_label, codename = perm.split(".", 1)
+            found = Permission.objects.filter(
+                content_type__app_label=app_label, codename=codename
+            ).first()
+            if found is not None:
+                wanted.append(found)
+        group.permissions.add(*wanted)

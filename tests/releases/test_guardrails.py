@@ -1,0 +1,154 @@
+"""The guardrails' arithmetic and statistics on synthetic windows (no database).
+
+The windows are built from known latency lists and counts, so each test states
+exactly what the candidate and the stable release did.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+from routing.releases.guardrails import BREACH, INSUFFICIENT, PASS, GuardSettings, evaluate
+from routing.releases.metrics import HIST_SIZE, Window, hist_above, hist_add, hist_quantile
+from routing.releases.stats import two_proportion_worse
+
+CFG = GuardSettings(min_replies=200, min_ratings=100, alpha=0.01)
+
+
+def window(
+    latencies: list[float], *, errors: int = 0, ratings: int = 0, satisfied: int = 0
+) -> Window:
+    w = Window(replies=len(latencies), errors=errors, ratings=ratings, satisfied=satisfied)
+    hist = [0] * HIST_SIZE
+    for ms in latencies:
+        hist = hist_add(hist, ms)
+    w.hist = hist
+    return w
+
+
+def lognormal(rng: random.Random, n: int, median_ms: float) -> list[float]:
+    return [median_ms * math.exp(rng.gauss(0, 0.5)) for _ in range(n)]
+
+
+def run(cand: Window, stable: Window, *, cfg: GuardSettings = CFG) -> dict[str, str]:
+    result = evaluate(
+        candidate=cand,
+        stable=stable,
+        candidate_tiers={"L1": cand},
+        stable_tiers={"L1": stable},
+        candidate_csat=cand,
+        stable_csat=stable,
+        cfg=cfg,
+    )
+    return {c.name: c.status for c in result.checks}
+
+
+def test_z_test_matches_the_textbook_value() -> None:
+    # 30/1000 vs 10/1000: pooled 0.02, se 0.00626, continuity correction 0.001,
+    # z = (0.03 - 0.01 - 0.001) / 0.00626 = 3.035, one-sided p 0.0012.
+    t = two_proportion_worse(bad_c=30, n_c=1000, bad_s=10, n_s=1000)
+    assert math.isclose(t.z, 3.0347, abs_tol=0.001)
+    assert math.isclose(t.p_value, 0.001204, abs_tol=0.00002)
+    # Better than stable, or within the correction: no evidence at all.
+    assert two_proportion_worse(bad_c=10, n_c=1000, bad_s=30, n_s=1000).p_value > 0.5
+    assert two_proportion_worse(bad_c=0, n_c=500, bad_s=0, n_s=500).p_value == 1.0
+
+
+def test_histogram_percentiles_are_within_a_bucket() -> None:
+    rng = random.Random(1)
+    values = sorted(lognormal(rng, 5000, 300))
+    w = window(values)
+    exact95 = values[int(0.95 * len(values))]
+    assert abs((w.p(0.95) or 0) - exact95) / exact95 < 0.1
+    assert abs((hist_quantile(w.hist, 0.5) or 0) - values[2500]) / values[2500] < 0.1
+    above = sum(v > 500 for v in values)
+    assert abs(hist_above(w.hist, 500) - above) / above < 0.1
+
+
+def test_latency_regression_trips_and_equal_latency_passes() -> None:
+    rng = random.Random(2)
+    stable = window(lognormal(rng, 2000, 300))
+    slower = window(lognormal(rng, 400, 300 * 1.3))  # p95 +30%
+    same = window(lognormal(rng, 400, 300))
+    assert run(slower, stable)["latency:all"] == BREACH
+    assert run(same, stable)["latency:all"] == PASS
+
+
+def test_a_small_slowdown_below_the_margin_does_not_trip() -> None:
+    rng = random.Random(3)
+    stable = window(lognormal(rng, 5000, 300))
+    # +5% everywhere: real but under the +15% line, even with lots of data.
+    assert run(window(lognormal(rng, 5000, 315)), stable)["latency:all"] == PASS
+
+
+def test_sparse_data_never_trips() -> None:
+    rng = random.Random(4)
+    stable = window(lognormal(rng, 2000, 300), errors=2, ratings=500, satisfied=450)
+    # Ten times slower, every reply failed and every rating unhappy, but only 20 replies
+    # and 10 ratings: below the minimum sample, so every check says "not enough data".
+    awful = window(lognormal(rng, 20, 3000), errors=20, ratings=10, satisfied=0)
+    statuses = run(awful, stable)
+    assert set(statuses.values()) == {INSUFFICIENT}
+
+
+def test_error_and_csat_margins_and_significance() -> None:
+    rng = random.Random(5)
+    base = lognormal(rng, 4000, 300)
+    stable = window(base, errors=4, ratings=2000, satisfied=1720)  # 0.1% errors, CSAT 86%
+    # +1.4 pp errors on 1000 replies: significant and over the margin.
+    assert run(window(base[:1000], errors=15), stable)["errors"] == BREACH
+    # +0.3 pp: under the 0.5 pp margin.
+    assert run(window(base[:1000], errors=4), stable)["errors"] == PASS
+    # CSAT 78% vs 86% on 400 ratings: -8 pp, significant.
+    assert run(window(base[:1000], ratings=400, satisfied=312), stable)["csat"] == BREACH
+    # CSAT 85% vs 86%: under the 2 pp margin.
+    assert run(window(base[:1000], ratings=400, satisfied=340), stable)["csat"] == PASS
+    # -3 pp but on 100 ratings: over the margin, not significant at alpha 0.01.
+    assert run(window(base[:1000], ratings=100, satisfied=83), stable)["csat"] == PASS
+
+
+def test_false_rollback_rate_under_equal_variants_is_below_alpha() -> None:
+    """500 evaluations of two identical variants at the minimum sample: the share of
+    evaluations with any breach stays near alpha, never near the old "compare two
+    numbers" behaviour (where about half of them would look worse)."""
+    rng = random.Random(6)
+    breaches = 0
+    for _ in range(500):
+        stable = window(
+            lognormal(rng, 800, 300),
+            errors=sum(rng.random() < 0.01 for _ in range(800)),
+            ratings=300,
+            satisfied=sum(rng.random() < 0.86 for _ in range(300)),
+        )
+        cand = window(
+            lognormal(rng, 200, 300),
+            errors=sum(rng.random() < 0.01 for _ in range(200)),
+            ratings=100,
+            satisfied=sum(rng.random() < 0.86 for _ in range(100)),
+        )
+        if BREACH in run(cand, stable).values():
+            breaches += 1
+    print(f"\nfalse-alarm rate of one evaluation on identical variants: {breaches / 500:.3f}")
+    assert breaches / 500 <= 0.03
+
+
+def test_per_tier_latency_catches_a_regression_the_mix_hides() -> None:
+    rng = random.Random(7)
+    # L3 replies are slow and decide the overall p95; the candidate's L1 got 2x slower.
+    stable_l1, stable_l3 = lognormal(rng, 1700, 250), lognormal(rng, 300, 2500)
+    cand_l1, cand_l3 = lognormal(rng, 1700, 500), lognormal(rng, 300, 2500)
+    result = evaluate(
+        candidate=window(cand_l1 + cand_l3),
+        stable=window(stable_l1 + stable_l3),
+        candidate_tiers={"L1": window(cand_l1), "L3": window(cand_l3)},
+        stable_tiers={"L1": window(stable_l1), "L3": window(stable_l3)},
+        candidate_csat=Window(),
+        stable_csat=Window(),
+        cfg=CFG,
+    )
+    statuses = {c.name: c.status for c in result.checks}
+    assert statuses["latency:L1"] == BREACH
+    assert statuses["latency:L3"] == PASS
+    assert statuses["latency:all"] == PASS  # the mix-weighted p95 alone would miss it
+    assert statuses["csat"] == INSUFFICIENT

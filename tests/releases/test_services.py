@@ -1,0 +1,160 @@
+"""Release lifecycle, audit trail and the schedule, on the compressed release clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import IntegrityError, transaction
+
+from routing.releases import services
+from routing.releases.models import GuardrailDecision, Release, ReleaseEvent
+from routing.releases.services import ReleaseError
+from tests.releases.conftest import FakeClock
+
+pytestmark = pytest.mark.django_db
+
+
+def new_candidate(user: Any, name: str = "cand", config: dict[str, Any] | None = None) -> Release:
+    release = services.release_create(
+        name=name, config=config or {"prompt_version": "v2"}, user=user, reason="try v2 templates"
+    )
+    return services.release_start(release_id=release.pk, user=user, reason="start the test")
+
+
+def test_lifecycle_is_audited_with_who_when_why(
+    staff: dict[str, Any], release_clock: FakeClock
+) -> None:
+    op = staff["operator"]
+    release = new_candidate(op)
+    assert release.status == Release.Status.RUNNING and release.weight == 10
+    release_clock.advance(minutes=30)
+    services.release_weight_set(release_id=release.pk, weight=25, user=op, reason="looks fine")
+    services.release_pause(release_id=release.pk, user=op, reason="weekend")
+    services.release_resume(release_id=release.pk, user=op, reason="monday")
+    services.release_promote(release_id=release.pk, user=op, reason="all green")
+    release.refresh_from_db()
+    assert release.is_stable and release.status == Release.Status.PROMOTED
+    assert Release.objects.get(name="baseline").is_stable is False
+    events = list(ReleaseEvent.objects.filter(release=release).order_by("at", "id"))
+    assert [e.action for e in events] == ["create", "start", "weight", "pause", "resume", "promote"]
+    assert all(e.actor == "operator" and e.user == op and e.reason for e in events)
+    weight = events[2]
+    assert weight.before["weight"] == 10 and weight.after["weight"] == 25
+    assert weight.after["buckets_moved"] == [10, 25]
+    assert weight.at == release_clock.at
+    superseded = ReleaseEvent.objects.get(release__name="baseline", action="superseded")
+    assert "cand promoted" in superseded.reason
+
+
+def test_a_person_must_say_why(staff: dict[str, Any]) -> None:
+    release = services.release_create(name="r1", config={}, user=staff["operator"], reason="x")
+    with pytest.raises(ReleaseError, match="say why"):
+        services.release_start(release_id=release.pk, user=staff["operator"], reason="  ")
+
+
+def test_one_stable_and_at_most_one_candidate(staff: dict[str, Any]) -> None:
+    op = staff["operator"]
+    new_candidate(op, "first")
+    second = services.release_create(name="second", config={}, user=op, reason="x")
+    with pytest.raises(ReleaseError, match="another candidate"):
+        services.release_start(release_id=second.pk, user=op, reason="second candidate")
+    # The database refuses it too, whatever code path tries.
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Release.objects.filter(pk=second.pk).update(status=Release.Status.RUNNING)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Release.objects.filter(pk=second.pk).update(is_stable=True)
+
+
+def test_config_is_validated(staff: dict[str, Any]) -> None:
+    from django.core.exceptions import ValidationError
+
+    for bad in (
+        {"roles": {"L1": "no-such-role"}},
+        {"roles": {"L9": "fast"}},
+        {"router": {"clarify_threshold": 3}},
+        {"fast": {"max_tokens": "many"}},
+        {"surprise": 1},
+    ):
+        with pytest.raises(ValidationError):
+            services.release_create(name="bad", config=bad, user=staff["operator"], reason="x")
+    ok = services.release_create(
+        name="good",
+        config={"roles": {"L1": "fallback"}, "fast": {"temperature": 0.1}},
+        user=staff["operator"],
+        reason="x",
+    )
+    assert ok.config == {"roles": {"L1": "fallback"}, "fast": {"temperature": 0.1}}
+
+
+def test_schedule_steps_every_interval_up_to_the_maximum(
+    staff: dict[str, Any], release_clock: FakeClock, settings: Any
+) -> None:
+    settings.TIERDESK_RELEASE_MAX_WEIGHT = 25
+    settings.TIERDESK_RELEASE_AUTO_PROMOTE = False
+    release = new_candidate(staff["operator"])
+    weights = []
+    for _ in range(24 * 6):  # a day of beats every 10 minutes
+        release_clock.advance(minutes=10)
+        services.release_tick()
+        # A duplicate beat in the same minute changes nothing (idempotent).
+        services.release_tick()
+        release.refresh_from_db()
+        weights.append(release.weight)
+    # 10% at start, +5% at 2 h, 4 h and 6 h, then held at the 25% ceiling.
+    assert weights[11] == 15 and weights[10] == 10
+    assert weights[23] == 20 and weights[35] == 25 and weights[-1] == 25
+    steps = ReleaseEvent.objects.filter(release=release, action="step")
+    assert steps.count() == 3 and {e.actor for e in steps} == {"system:schedule"}
+    # With no traffic every decision says there was not enough data, and says so.
+    outcomes = set(
+        GuardrailDecision.objects.filter(release=release).values_list("outcome", flat=True)
+    )
+    assert outcomes == {"insufficient"}
+
+
+def test_paused_release_holds_its_weight(staff: dict[str, Any], release_clock: FakeClock) -> None:
+    release = new_candidate(staff["operator"])
+    services.release_pause(release_id=release.pk, user=staff["operator"], reason="hold")
+    release_clock.advance(minutes=600)
+    services.release_tick()
+    release.refresh_from_db()
+    assert release.weight == 10
+    services.release_resume(release_id=release.pk, user=staff["operator"], reason="go")
+    release_clock.advance(minutes=119)
+    services.release_tick()
+    release.refresh_from_db()
+    assert release.weight == 10  # a full interval after resuming, not at once
+    release_clock.advance(minutes=1)
+    services.release_tick()
+    release.refresh_from_db()
+    assert release.weight == 15
+
+
+def test_rollback_returns_every_session_to_stable(staff: dict[str, Any]) -> None:
+    from routing.releases.assignment import release_assign
+
+    release = new_candidate(staff["operator"])
+    services.release_weight_set(
+        release_id=release.pk, weight=100, user=staff["operator"], reason="all"
+    )
+    assert release_assign(session="abc").variant == "candidate"
+    services.release_rollback(release_id=release.pk, user=staff["operator"], reason="bad")
+    release.refresh_from_db()
+    assert release.status == Release.Status.ROLLED_BACK and release.weight == 0
+    assert release_assign(session="abc").variant == "stable"
+    with pytest.raises(ReleaseError):
+        services.release_promote(release_id=release.pk, user=staff["operator"], reason="too late")
+
+
+def test_beat_runs_the_tick_task(settings: Any) -> None:
+    """Celery beat's schedule names the task, and the task is registered with the app."""
+    import routing.tasks  # noqa: F401  (registers the shared tasks, as the worker does)
+    from chatbot.celery import app
+
+    entry = settings.CELERY_BEAT_SCHEDULE["release-tick"]
+    assert entry["task"] == "routing.release_tick"
+    assert entry["schedule"] == settings.TIERDESK_RELEASE_TICK_S
+    assert "routing.release_tick" in app.tasks and "routing.release_check" in app.tasks
+    # Run as the worker would: with no candidate it does nothing and says so.
+    assert app.tasks["routing.release_tick"]() == {"outcome": "no_candidate"}
