@@ -1,5 +1,5 @@
 # The two commands: `make run` (the product, embedded default) and `make test` (the suite).
-.PHONY: setup run test lint services bench pytest eval-router bench-router bench-compression eval-rag bench-rag
+.PHONY: setup run test lint services bench pytest eval-router bench-router bench-compression eval-rag bench-rag bench-l3
 
 setup:
 	bash scripts/setup.sh
@@ -40,3 +40,7 @@ bench-router: setup
 
 bench-compression: setup
 	.venv/bin/python -m bench.compression
+
+# L3 client overhead, hang -> fallback and breaker-open latency (bench/results/l3.json).
+bench-l3: setup services
+	HF_HUB_OFFLINE=1 .venv/bin/python -m bench.l3 --n 40
