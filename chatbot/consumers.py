@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
 from routing.limits import message_admit
@@ -126,9 +127,25 @@ class ChatConsumer(AsyncWebsocketConsumer):
         )
 
     async def _on_message(self, frame: MessageFrame, received_at: float) -> None:
-        message, created = await database_sync_to_async(services.message_store)(
-            conversation_id=self.conversation_id, client_id=frame.client_id, text=frame.text
-        )
+        try:
+            message, created = await database_sync_to_async(services.message_store)(
+                conversation_id=self.conversation_id, client_id=frame.client_id, text=frame.text
+            )
+        except DatabaseError:
+            # PostgreSQL restarting or unreachable: the message is NOT stored, so there
+            # is no ack; the client resends with the same id (idempotent) and the
+            # connection stays open instead of dying with a 1011.
+            logger.warning("could not store message %s", frame.client_id, exc_info=True)
+            await self.send_json(
+                {
+                    "type": "error",
+                    "code": "store_unavailable",
+                    "message": "We couldn't save your message just now; it will be sent again.",
+                    "reply_to": frame.client_id,
+                    "retry_after": 2,
+                }
+            )
+            return
         await self.send_json(
             {
                 "type": "ack",

@@ -770,6 +770,15 @@
             if (partial) this._note(b, t.failed);
             else b.remove();
           }
+          if (op.code === "store_unavailable" && op.reply_to && this._pending.has(op.reply_to)) {
+            // Not stored, not acked: send it again with the same id (idempotent).
+            const id = op.reply_to;
+            const secs = Math.max(1, Math.ceil(Number(op.retry_after ?? 2)));
+            setTimeout(() => {
+              const p = this._pending.get(id);
+              if (p) this._send({ type: "message", id, text: p.text });
+            }, secs * 1000);
+          }
           let text = op.message || op.code || "Error";
           if (op.code === "rate_limited" && op.retry_after != null) {
             const secs = Math.max(1, Math.ceil(Number(op.retry_after)));
