@@ -1,5 +1,5 @@
 # The two commands: `make run` (the product, embedded default) and `make test` (the suite).
-.PHONY: setup run test lint services bench pytest eval-router bench-router bench-compression eval-rag bench-rag
+.PHONY: setup run test lint services bench pytest eval-router bench-router bench-compression eval-rag bench-rag wasm eval-bot bench-bot
 
 setup:
 	bash scripts/setup.sh
@@ -40,3 +40,17 @@ bench-router: setup
 
 bench-compression: setup
 	.venv/bin/python -m bench.compression
+
+# The bot-check WebAssembly module (committed; tests/botcheck checks the rebuild is identical).
+wasm:
+	bash scripts/wasm-build.sh
+
+# Bot check: detection and false-positive rates on synthetic sessions (docs/botcheck.md).
+eval-bot: setup
+	bash scripts/browser-setup.sh
+	.venv/bin/python -m bench.eval_bot
+
+# Bot check: server-side verification time per message (bench/results/bot.json).
+bench-bot: setup services
+	bash scripts/browser-setup.sh
+	.venv/bin/python -m bench.bot --postgres
