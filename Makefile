@@ -1,5 +1,5 @@
 # The two commands: `make run` (the product, embedded default) and `make test` (the suite).
-.PHONY: setup run test lint services bench pytest eval-router bench-router bench-compression eval-rag bench-rag bench-l3
+.PHONY: setup run test lint services bench pytest eval-router bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot
 
 setup:
 	bash scripts/setup.sh
@@ -44,3 +44,17 @@ bench-compression: setup
 # L3 client overhead, hang -> fallback and breaker-open latency (bench/results/l3.json).
 bench-l3: setup services
 	HF_HUB_OFFLINE=1 .venv/bin/python -m bench.l3 --n 40
+
+# The bot-check WebAssembly module (committed; tests/botcheck checks the rebuild is identical).
+wasm:
+	bash scripts/wasm-build.sh
+
+# Bot check: detection and false-positive rates on synthetic sessions (docs/botcheck.md).
+eval-bot: setup
+	bash scripts/browser-setup.sh
+	.venv/bin/python -m bench.eval_bot
+
+# Bot check: server-side verification time per message (bench/results/bot.json).
+bench-bot: setup services
+	bash scripts/browser-setup.sh
+	.venv/bin/python -m bench.bot --postgres

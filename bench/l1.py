@@ -204,6 +204,9 @@ def bench_env(*, warmup: bool) -> dict[str, str]:
         DATABASE_URL=os.environ.get("TIERDESK_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL),
         REDIS_URL=os.environ.get("TIERDESK_BENCH_REDIS_URL", DEFAULT_REDIS_URL),
         TIERDESK_ENV="development",
+        # The scripted shoppers send no bot-check fingerprint; the check's own cost is
+        # measured by bench/bot.py.
+        TIERDESK_BOTCHECK="off",
         DJANGO_DEBUG="false",
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",

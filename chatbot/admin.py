@@ -5,7 +5,7 @@ from django.http import HttpRequest
 
 from routing.budgets import session_budget
 
-from .models import Conversation, Feedback, Message
+from .models import BotCheck, Conversation, Feedback, Message
 
 
 class MessageInline(admin.TabularInline):
@@ -131,4 +131,29 @@ class FeedbackAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(BotCheck)
+class BotCheckAdmin(admin.ModelAdmin):
+    """Bot-check verdicts, read-only: what was decided and from which features."""
+
+    list_display = ("created_at", "action", "reason", "score", "conversation", "client_id")
+    list_filter = ("action", "reason")
+    readonly_fields = (
+        "created_at",
+        "conversation",
+        "message",
+        "client_id",
+        "action",
+        "reason",
+        "score",
+        "signals",
+        "features",
+    )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: BotCheck | None = None) -> bool:
         return False

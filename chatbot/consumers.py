@@ -25,6 +25,8 @@ from django.utils import timezone
 from routing.limits import message_admit
 
 from . import selectors, services
+from .botcheck import BotSession, Verdict
+from .botcheck.store import message_store_checked, verdict_record
 from .feedback import FeedbackError, feedback_rate
 from .orders.identity import ShopperTokenError, shopper_token_verify
 from .protocol import (
@@ -42,10 +44,28 @@ logger = logging.getLogger(__name__)
 # Pending messages per connection beyond which new ones are refused (a flood).
 MAX_QUEUED_TURNS = 20
 
+# Bot-check outcomes other than "allow": (error code, text shown to the shopper).
+BOT_REFUSALS = {
+    "challenge": (
+        "bot_challenge",
+        "Please confirm you're here: press the button below to send your message.",
+    ),
+    "refuse": (
+        "bot_refused",
+        "This message looks automated, so it wasn't answered. If you're a person, "
+        "please reload the page and try again.",
+    ),
+    "refuse_connection": (
+        "bot_check_required",
+        "This chat only works from the shop's chat widget.",
+    ),
+}
+
 
 class ChatConsumer(AsyncWebsocketConsumer):
     conversation_id: int
     rate_key: str
+    bot: BotSession
     queue: asyncio.Queue[tuple[int, float]]
     worker: asyncio.Task[None] | None = None
 
@@ -62,6 +82,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.conversation_id = conversation.pk
         self.rate_key = str(conversation.public_id)  # unique across databases (rate limits)
         self.queue = asyncio.Queue()
+        self.bot = BotSession.open()
         await self.accept()
         history = await database_sync_to_async(selectors.conversation_history)(
             conversation_id=conversation.pk, limit=settings.TIERDESK_HISTORY_ON_CONNECT
@@ -83,6 +104,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 },
                 "pacing_ms": settings.TIERDESK_STREAM_PACING_MS,
                 "server_time": timezone.now().isoformat(),
+                "botcheck": self.bot.hello(),
             }
         )
         self.worker = asyncio.create_task(self._run_turns())
@@ -127,9 +149,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
         )
 
     async def _on_message(self, frame: MessageFrame, received_at: float) -> None:
+        # The bot check runs before the message is stored or any model runs (pure, no I/O).
+        bot_verdict = self.bot.check(frame.bot, text=frame.text)
+        if not bot_verdict.allowed:
+            await self._on_bot_refused(frame, bot_verdict)
+            return
         try:
-            message, created = await database_sync_to_async(services.message_store)(
-                conversation_id=self.conversation_id, client_id=frame.client_id, text=frame.text
+            message, created = await database_sync_to_async(message_store_checked)(
+                conversation_id=self.conversation_id,
+                client_id=frame.client_id,
+                text=frame.text,
+                verdict=bot_verdict if self.bot.enabled else None,
             )
         except DatabaseError:
             # PostgreSQL restarting or unreachable: the message is NOT stored, so there
@@ -187,6 +217,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
             )
             return
         self.queue.put_nowait((message.pk, received_at))
+
+    async def _on_bot_refused(self, frame: MessageFrame, verdict: Verdict) -> None:
+        await database_sync_to_async(verdict_record)(
+            conversation_id=self.conversation_id, client_id=frame.client_id, verdict=verdict
+        )
+        code, text = BOT_REFUSALS[verdict.action]
+        await self.send_json(
+            {"type": "error", "code": code, "message": text, "reply_to": frame.client_id}
+        )
+        if verdict.action == "refuse_connection":
+            # No fingerprint at all: not our widget. Close rather than keep serving it.
+            await self.close(code=4403)
 
     async def _on_identify(self, frame: IdentifyFrame) -> None:
         try:

@@ -150,3 +150,33 @@ class Feedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.value} on {self.message_id or self.conversation_id}"
+
+
+class BotCheck(models.Model):
+    """One message's bot-check verdict and its feature vector (docs/botcheck.md).
+
+    Features only, never the raw events (positions, timestamps): those stay in the
+    shopper's browser. Rows older than TIERDESK_BOTCHECK_RETENTION_DAYS are deleted by
+    the ``chatbot.botcheck_purge`` task.
+    """
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="bot_checks"
+    )
+    # The stored message when it was allowed; refused messages are not stored.
+    message = models.ForeignKey(
+        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    client_id = models.CharField(max_length=64, blank=True)
+    action = models.CharField(max_length=20)  # allow | challenge | refuse | refuse_connection
+    reason = models.CharField(max_length=32)
+    score = models.FloatField(null=True, blank=True)
+    signals = models.JSONField(default=list, blank=True)
+    features = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"bot check {self.action} ({self.reason})"

@@ -8,6 +8,8 @@ from typing import Any
 
 from django.conf import settings
 
+from .botcheck import Evidence, EvidenceError, evidence_parse
+
 
 class ProtocolError(ValueError):
     """A frame the server refuses; the connection stays open."""
@@ -25,6 +27,8 @@ class ProtocolError(ValueError):
 class MessageFrame:
     client_id: str
     text: str
+    # The widget's bot-check fingerprint (docs/botcheck.md); None when absent.
+    bot: Evidence | None = None
 
 
 @dataclass(frozen=True)
@@ -80,8 +84,8 @@ def frame_parse(text_data: str | None, bytes_data: bytes | None) -> Frame:
         client_id = _field(data, "id", str, max_len=64).strip()
         if not client_id:
             raise ProtocolError("bad_field", "field 'id' must not be empty")
-        text = _field(data, "text", str)
-        text = text.replace("\x00", "").strip()
+        raw_text = _field(data, "text", str)
+        text = raw_text.replace("\x00", "").strip()
         if not text:
             raise ProtocolError("empty_message", "message is empty", reply_to=client_id)
         if len(text) > settings.TIERDESK_MAX_MESSAGE_CHARS:
@@ -90,7 +94,14 @@ def frame_parse(text_data: str | None, bytes_data: bytes | None) -> Frame:
                 f"message is longer than {settings.TIERDESK_MAX_MESSAGE_CHARS} characters",
                 reply_to=client_id,
             )
-        return MessageFrame(client_id=client_id, text=text)
+        bot = None
+        if data.get("bot") is not None:
+            try:
+                # The fingerprint signs the text as sent, before trimming.
+                bot = evidence_parse(data["bot"], signed_text=raw_text)
+            except EvidenceError as exc:
+                raise ProtocolError("bad_field", str(exc), reply_to=client_id) from None
+        return MessageFrame(client_id=client_id, text=text, bot=bot)
     if kind == "identify":
         return IdentifyFrame(token=_field(data, "token", str, max_len=4096))
     if kind == "rate":

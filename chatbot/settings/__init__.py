@@ -503,8 +503,27 @@ TIERDESK_COST_BASELINE_PROMPT_TOKENS = env_int("TIERDESK_COST_BASELINE_PROMPT_TO
 # operators. The recent-window gauges cover this many minutes.
 TIERDESK_METRICS_TOKEN = env_str("TIERDESK_METRICS_TOKEN", "")
 TIERDESK_METRICS_PROM_WINDOW_MIN = env_int("TIERDESK_METRICS_PROM_WINDOW_MIN", 5)
+
+# --- behavioural bot check (issue #7, docs/botcheck.md) -------------------------------------
+# off: no check. monitor: score and store, refuse nothing. challenge: ask suspicious
+# messages for a light challenge (a click on a button) and refuse clients without a
+# fingerprint. enforce: also refuse what scores as a bot. Test runs default to off
+# (the suite's WebSocket tests send no fingerprint); tests/botcheck turn it on.
+TIERDESK_BOTCHECK = env_str("TIERDESK_BOTCHECK", "off" if TIERDESK_ENV == "test" else "enforce")
+if TIERDESK_BOTCHECK not in {"off", "monitor", "challenge", "enforce"}:
+    raise ImproperlyConfiguredEnv(
+        f"TIERDESK_BOTCHECK={TIERDESK_BOTCHECK!r}: use off|monitor|challenge|enforce"
+    )
+# Strictness: bot scores (sums of rule weights, chatbot/botcheck/score.py) at or above
+# which a message is refused (enforce) or challenged. Lower is stricter.
+TIERDESK_BOTCHECK_REFUSE_AT = env_float("TIERDESK_BOTCHECK_REFUSE_AT", 0.8)
+TIERDESK_BOTCHECK_CHALLENGE_AT = env_float("TIERDESK_BOTCHECK_CHALLENGE_AT", 0.5)
+# Stored feature vectors (never raw events) are deleted after this many days.
+TIERDESK_BOTCHECK_RETENTION_DAYS = env_int("TIERDESK_BOTCHECK_RETENTION_DAYS", 30)
+
 CELERY_BEAT_SCHEDULE: dict[str, Any] = {
     "release-tick": {"task": "routing.release_tick", "schedule": TIERDESK_RELEASE_TICK_S},
+    "botcheck-purge": {"task": "chatbot.botcheck_purge", "schedule": 86400.0},
 }
 
 # Test runs: keep pytest from importing heavy models at settings time.

@@ -37,3 +37,15 @@ def browser_tools() -> str:
 def daphne_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     with live_server_run(tmp_path_factory.mktemp("daphne")) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def botcheck_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A second server with the bot check enforcing, as in production (test runs
+    default to off: the suite's WebSocket tests send no fingerprint)."""
+    with live_server_run(
+        tmp_path_factory.mktemp("daphne-botcheck"),
+        env_extra={"TIERDESK_BOTCHECK": "enforce"},
+        name="botcheck",
+    ) as server:
+        yield server

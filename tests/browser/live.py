@@ -70,15 +70,15 @@ def _with_db_name(url: str, name: str) -> str:
 
 
 @contextlib.contextmanager
-def _server_database(tmp: Path) -> Iterator[str]:
+def _server_database(tmp: Path, suffix: str = "") -> Iterator[str]:
     base = os.environ.get("DATABASE_URL", "")
     if not _is_postgres(base):
-        yield f"sqlite:///{tmp / 'browser.sqlite3'}"
+        yield f"sqlite:///{tmp / f'browser{suffix}.sqlite3'}"
         return
     import psycopg
     from psycopg import sql
 
-    name = f"tierdesk_browser_{os.getpid()}"
+    name = f"tierdesk_browser_{os.getpid()}{suffix}"
     drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
     # Connect to the run's own database just to create and drop ours (autocommit:
     # CREATE/DROP DATABASE cannot run in a transaction).
@@ -182,10 +182,15 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def live_server_run(tmp: Path) -> Iterator[LiveServer]:
-    """Create and seed the server's database, run Daphne, and undo both at the end."""
+def live_server_run(
+    tmp: Path, *, env_extra: dict[str, str] | None = None, name: str = ""
+) -> Iterator[LiveServer]:
+    """Create and seed the server's database, run Daphne, and undo both at the end.
+
+    ``env_extra`` sets the server's own settings (e.g. the bot check); ``name`` keeps a
+    second server's database apart from the first's."""
     log = tmp / "server.log"
-    with _server_database(tmp) as database_url:
+    with _server_database(tmp, f"_{name}" if name else "") as database_url:
         env = dict(os.environ)
         env.update(
             DATABASE_URL=database_url,
@@ -194,6 +199,7 @@ def live_server_run(tmp: Path) -> Iterator[LiveServer]:
         )
         # pytest-django's per-run test database name means nothing to the server.
         env.pop("TIERDESK_TEST_DB_NAME", None)
+        env.update(env_extra or {})
         _manage(env, log, "migrate", "--noinput", "-v", "0")
         if SEED_COMMAND.exists():
             _manage(env, log, "seed_demo")

@@ -18,6 +18,96 @@
   // widget.css sits beside this file; resolved now, while currentScript is set.
   const SCRIPT_SRC = (document.currentScript && document.currentScript.src) || "";
   const CSS_URL = SCRIPT_SRC ? new URL("widget.css", SCRIPT_SRC).href : "";
+  const WASM_URL = SCRIPT_SRC ? new URL("botcheck.wasm", SCRIPT_SRC).href : "";
+
+  // --- bot check (docs/botcheck.md) ---------------------------------------------------
+  // Per message, the widget keeps pointer positions with timestamps, the times of key
+  // presses and releases (never which key), touch moves and focus/visibility changes,
+  // in memory only. At send, botcheck.wasm turns them into a feature vector and a
+  // fingerprint bound to the connection's nonce; the events are then dropped. Only the
+  // vector and the fingerprint leave the browser.
+  const EV_MOUSE = 0;
+  const EV_KEYDOWN = 1;
+  const EV_KEYUP = 2;
+  const EV_TOUCH = 3;
+  const EV_FOCUS = 4;
+  const EV_CAP = 4096; // the module's buffer; older events go first
+  const botcheck = {
+    events: [],
+    wasm: null,
+    ready: null,
+    failed: false,
+    record(kind, t, x = 0, y = 0) {
+      const ev = this.events;
+      if (ev.length >= EV_CAP) ev.splice(0, EV_CAP / 4);
+      ev.push([kind, t, x, y]);
+    },
+    load() {
+      if (!this.ready) {
+        this.ready = (WASM_URL ? fetch(WASM_URL) : Promise.reject(new Error("no script URL")))
+          .then((r) => (r.ok ? r.arrayBuffer() : Promise.reject(new Error(`wasm ${r.status}`))))
+          .then((bytes) =>
+            WebAssembly.instantiate(bytes, {
+              env: {
+                abort() {
+                  throw new Error("botcheck.wasm aborted");
+                },
+              },
+            }),
+          )
+          .then(({ instance }) => {
+            this.wasm = instance.exports;
+            return this.wasm;
+          })
+          .catch(() => {
+            this.failed = true; // without it messages go unsigned; the server decides
+            return null;
+          });
+      }
+      return this.ready;
+    },
+    // The events since the last call, as a feature vector (integers, milli-units).
+    take() {
+      const w = this.wasm;
+      const ev = this.events;
+      this.events = [];
+      if (!w) return null;
+      w.reset();
+      for (const [k, t, x, y] of ev) w.push(k, t, x, y);
+      const n = w.compute();
+      const f = [];
+      for (let i = 0; i < n; i += 1) f.push(w.feature(i));
+      return f;
+    },
+    sign(f, nonceHex, seq, text) {
+      const w = this.wasm;
+      if (!w || !f || !nonceHex) return null;
+      for (let i = 0; i < 16; i += 1) w.setNonce(i, parseInt(nonceHex.substr(i * 2, 2), 16));
+      f.forEach((v, i) => w.setFeature(i, v));
+      w.signBegin(seq);
+      for (let i = 0; i < text.length; i += 1) w.signChar(text.charCodeAt(i));
+      w.signEnd();
+      const hex = (v) => (v >>> 0).toString(16).padStart(8, "0");
+      return { v: 1, seq, f, fp: hex(w.digestHi()) + hex(w.digestLo()) };
+    },
+    listen() {
+      if (this.listening) return;
+      this.listening = true;
+      const opts = { capture: true, passive: true };
+      document.addEventListener("mousemove", (e) => this.record(EV_MOUSE, e.timeStamp, e.clientX, e.clientY), opts);
+      document.addEventListener(
+        "touchmove",
+        (e) => {
+          const p = e.touches && e.touches[0];
+          if (p) this.record(EV_TOUCH, e.timeStamp, p.clientX, p.clientY);
+        },
+        opts,
+      );
+      document.addEventListener("visibilitychange", (e) => this.record(EV_FOCUS, e.timeStamp), opts);
+      window.addEventListener("focus", (e) => this.record(EV_FOCUS, e.timeStamp), opts);
+      window.addEventListener("blur", (e) => this.record(EV_FOCUS, e.timeStamp), opts);
+    },
+  };
 
   const STRINGS = {
     en: {
@@ -34,6 +124,7 @@
       failed: "reply failed",
       notSent: "sending\u2026",
       retryIn: (s) => `Try again in ${s} s.`,
+      confirmHuman: "Send my message",
       yes: "Yes",
       no: "No",
       tiers: { L1: "fast", L2: "knowledge", L3: "expert", clarify: "clarifying" },
@@ -68,6 +159,7 @@
       failed: "\u56de\u590d\u5931\u8d25",
       notSent: "\u53d1\u9001\u4e2d\u2026",
       retryIn: (s) => `\u8bf7 ${s} \u79d2\u540e\u518d\u8bd5\u3002`,
+      confirmHuman: "\u786e\u8ba4\u53d1\u9001",
       yes: "\u786e\u8ba4",
       no: "\u4e0d\u7528", // "no need"; the word for "cancel" would read as a new request
       tiers: { L1: "\u5feb\u901f", L2: "\u77e5\u8bc6\u5e93", L3: "\u4e13\u5bb6", clarify: "\u6f84\u6e05" },
@@ -154,12 +246,16 @@
       this._limits = { max_message_chars: 2000 };
       this._blockedUntil = 0;
       this._built = false;
+      this._bc = null; // this socket's bot check: {nonce, seq}, from hello
+
     }
 
     // --- lifecycle ------------------------------------------------------------------
 
     connectedCallback() {
       if (!this._built) this._build();
+      botcheck.listen();
+      botcheck.load();
       this._setState(this._ws ? this._state : "idle");
       this._onOnline = () => this._ws || this._state === "idle" || this._reconnectNow();
       window.addEventListener("online", this._onOnline);
@@ -305,6 +401,10 @@
         }
       });
       this._input.addEventListener("input", () => this._autosize());
+      // Key rhythm for the bot check: when keys go down and up, never which keys.
+      this._input.addEventListener("keydown", (e) => botcheck.record(EV_KEYDOWN, e.timeStamp), { passive: true });
+      this._input.addEventListener("keyup", (e) => botcheck.record(EV_KEYUP, e.timeStamp), { passive: true });
+      this._input.addEventListener("focus", (e) => botcheck.record(EV_FOCUS, e.timeStamp), { passive: true });
     }
 
     _label() {
@@ -597,10 +697,12 @@
           return this._onHello(f);
         case "ack":
           return this._onAck(f);
+        case "error":
+          this._onBotError(f);
+          return this._enqueue(f);
         case "chunk":
         case "replace":
         case "done":
-        case "error":
           return this._enqueue(f);
         case "identified":
           this.toggleAttribute("data-identified", !!f.ok);
@@ -637,7 +739,10 @@
       this._setState("open");
       const token = this.getAttribute("token");
       if (token) this._send({ type: "identify", token });
-      for (const [id, p] of this._pending) this._send({ type: "message", id, text: p.text });
+      const bc = f.botcheck;
+      this._bc = bc && typeof bc.nonce === "string" ? { nonce: bc.nonce, seq: 0 } : null;
+      // Re-sent messages are signed again: a new socket has a new nonce.
+      for (const [id, p] of this._pending) this._sendMessage(id, p);
       this._startPing();
     }
 
@@ -670,17 +775,68 @@
       }
       const id = newId();
       const node = this._userBubble(text, { "data-client-id": id, "data-status": "pending" });
-      this._pending.set(id, { text, node });
+      const p = { text, node, f: botcheck.take() };
+      this._pending.set(id, p);
       this._append(node);
       this._stick = true;
       this._scrollToEnd(true);
       this._input.value = "";
       this._autosize();
       this._clearActions();
-      if (!this._helloSeen || !this._send({ type: "message", id, text })) {
+      if (!this._helloSeen || !this._sendMessage(id, p)) {
         this._note(node, this._t.notSent);
         if (!this._ws && this._state === "idle") this._connect();
       }
+      if (!p.f && !botcheck.wasm && !botcheck.failed && botcheck.ready) {
+        // The module was still loading: sign the message as soon as it is there (with
+        // the check off, it already went out unsigned).
+        botcheck.ready.then(() => {
+          if (!this._pending.has(id) || p.f || !this._bc) return;
+          p.f = botcheck.take();
+          if (this._helloSeen) this._sendMessage(id, p);
+        });
+      }
+    }
+
+    // One message frame, with this socket's bot-check fingerprint when the server asked
+    // for one (hello.botcheck). Returns false when the socket is not open.
+    _sendMessage(id, p) {
+      const frame = { type: "message", id, text: p.text };
+      if (this._bc) {
+        // Still loading: _submit signs and sends it once the module is there.
+        if (!p.f && !botcheck.failed) return !!this._ws && this._ws.readyState === WebSocket.OPEN;
+        if (p.f) {
+          this._bc.seq += 1;
+          const bot = botcheck.sign(p.f, this._bc.nonce, this._bc.seq, p.text);
+          if (bot) frame.bot = bot;
+        }
+      }
+      return this._send(frame);
+    }
+
+    // Bot-check refusals name the message (reply_to): a challenge keeps it pending
+    // behind a button; a refusal drops it.
+    _onBotError(f) {
+      const p = f.reply_to != null ? this._pending.get(f.reply_to) : null;
+      if (!p) return;
+      if (f.code === "bot_refused" || f.code === "bot_check_required") {
+        this._pending.delete(f.reply_to);
+        p.node.setAttribute("data-status", "refused");
+        return;
+      }
+      if (f.code !== "bot_challenge") return;
+      const id = f.reply_to;
+      const box = el("div", { class: "actions challenge" });
+      const btn = el("button", { type: "button", "data-challenge": id }, this._t.confirmHuman);
+      btn.addEventListener("click", () => {
+        box.remove();
+        // The pointer's way to this button (or the tap) is the new evidence.
+        p.f = botcheck.take();
+        this._sendMessage(id, p);
+      });
+      box.append(btn);
+      // After the error line, which the render queue adds next.
+      setTimeout(() => this._append(box), 0);
     }
 
     // --- streaming render queue ------------------------------------------------------------
@@ -776,7 +932,7 @@
             const secs = Math.max(1, Math.ceil(Number(op.retry_after ?? 2)));
             setTimeout(() => {
               const p = this._pending.get(id);
-              if (p) this._send({ type: "message", id, text: p.text });
+              if (p) this._sendMessage(id, p); // signed again: a new sequence number
             }, secs * 1000);
           }
           let text = op.message || op.code || "Error";
