@@ -181,6 +181,41 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=STOP_TIMEOUT_S)
 
 
+def server_env(database_url: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a Daphne (or manage.py) subprocess on ``database_url``."""
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url,
+        DJANGO_SETTINGS_MODULE="chatbot.settings",
+        PYTHONUNBUFFERED="1",
+    )
+    # pytest-django's per-run test database name means nothing to the server.
+    env.pop("TIERDESK_TEST_DB_NAME", None)
+    env.update(extra or {})
+    return env
+
+
+def daphne_start(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Daphne on a free 127.0.0.1 port, in its own process group, answering /healthz."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    with log.open("a") as out:
+        proc = subprocess.Popen(
+            [_bin("daphne"), "-b", "127.0.0.1", "-p", str(port), "chatbot.asgi:application"],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        _wait_healthy(proc, url, log)
+    except BaseException:
+        _stop(proc)
+        raise
+    return proc, url
+
+
 @contextlib.contextmanager
 def live_server_run(
     tmp: Path, *, env_extra: dict[str, str] | None = None, name: str = ""
@@ -191,31 +226,12 @@ def live_server_run(
     second server's database apart from the first's."""
     log = tmp / "server.log"
     with _server_database(tmp, f"_{name}" if name else "") as database_url:
-        env = dict(os.environ)
-        env.update(
-            DATABASE_URL=database_url,
-            DJANGO_SETTINGS_MODULE="chatbot.settings",
-            PYTHONUNBUFFERED="1",
-        )
-        # pytest-django's per-run test database name means nothing to the server.
-        env.pop("TIERDESK_TEST_DB_NAME", None)
-        env.update(env_extra or {})
+        env = server_env(database_url, env_extra)
         _manage(env, log, "migrate", "--noinput", "-v", "0")
         if SEED_COMMAND.exists():
             _manage(env, log, "seed_demo")
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        with log.open("a") as out:
-            proc = subprocess.Popen(
-                [_bin("daphne"), "-b", "127.0.0.1", "-p", str(port), "chatbot.asgi:application"],
-                cwd=REPO,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        proc, url = daphne_start(env, log)
         try:
-            _wait_healthy(proc, url, log)
             _warm_up(url, log)
             yield LiveServer(url=url, database_url=database_url, log=log)
         finally:

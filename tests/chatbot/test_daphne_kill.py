@@ -23,14 +23,12 @@ import psycopg
 import pytest
 
 from tests.browser.live import (
-    REPO,
-    _bin,
-    _free_port,
     _manage,
     _server_database,
     _stop,
-    _wait_healthy,
     _warm_up,
+    daphne_start,
+    server_env,
 )
 
 pytestmark = pytest.mark.models
@@ -52,18 +50,7 @@ class Daphne:
         self.url = ""
 
     def start(self) -> None:
-        port = _free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        with self.log.open("a") as out:
-            self.proc = subprocess.Popen(
-                [_bin("daphne"), "-b", "127.0.0.1", "-p", str(port), "chatbot.asgi:application"],
-                cwd=REPO,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        _wait_healthy(self.proc, self.url, self.log)
+        self.proc, self.url = daphne_start(self.env, self.log)
         _warm_up(self.url, self.log)
 
     def kill9(self) -> None:
@@ -80,15 +67,8 @@ class Daphne:
 def server(tmp_path: Path) -> Iterator[tuple[Daphne, str]]:
     log = tmp_path / "server.log"
     with _server_database(tmp_path) as database_url:
-        env = dict(os.environ)
-        env.update(
-            DATABASE_URL=database_url,
-            DJANGO_SETTINGS_MODULE="chatbot.settings",
-            PYTHONUNBUFFERED="1",
-        )
-        env.pop("TIERDESK_TEST_DB_NAME", None)
         # A long reply, so the kill lands in the middle of it.
-        env["TIERDESK_L3_MAX_TOKENS"] = "200"
+        env = server_env(database_url, {"TIERDESK_L3_MAX_TOKENS": "200"})
         _manage(env, log, "migrate", "--noinput", "-v", "0")
         _manage(env, log, "seed_demo")
         daphne = Daphne(env, log)

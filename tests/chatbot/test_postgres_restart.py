@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.browser.live import _free_port, _manage
+from tests.browser.live import _free_port, _manage, server_env
 
 from .test_daphne_kill import Daphne
 
@@ -94,16 +94,9 @@ class PrivatePostgres:
 def stack(tmp_path: Path) -> Iterator[tuple[Daphne, PrivatePostgres]]:
     pg = PrivatePostgres()
     log = tmp_path / "server.log"
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=pg.url,
-        DJANGO_SETTINGS_MODULE="chatbot.settings",
-        PYTHONUNBUFFERED="1",
-        # 40 messages from one session in a few seconds is the test, not abuse.
-        TIERDESK_RATE_PER_SESSION="10000/minute",
-        TIERDESK_RATE_PER_IP="10000/minute",
-    )
-    env.pop("TIERDESK_TEST_DB_NAME", None)
+    # 40 messages from one session in a few seconds is the test, not abuse.
+    limits = {"TIERDESK_RATE_PER_SESSION": "10000/minute", "TIERDESK_RATE_PER_IP": "10000/minute"}
+    env = server_env(pg.url, limits)
     daphne = Daphne(env, log)
     try:
         _manage(env, log, "migrate", "--noinput", "-v", "0")

@@ -25,12 +25,11 @@ from tests.browser.live import (
     CHROMIUM,
     REPO,
     LiveServer,
-    _bin,
-    _free_port,
     _manage,
     _server_database,
     _stop,
-    _wait_healthy,
+    daphne_start,
+    server_env,
 )
 
 pytestmark = pytest.mark.browser
@@ -46,30 +45,12 @@ def console_server(tmp: Path) -> Iterator[LiveServer]:
     console needs no model, and the widget's greeting is a template."""
     log = tmp / "server.log"
     with _server_database(tmp) as database_url:
-        env = dict(os.environ)
-        env.update(
-            DATABASE_URL=database_url,
-            DJANGO_SETTINGS_MODULE="chatbot.settings",
-            PYTHONUNBUFFERED="1",
-            TIERDESK_WARMUP_ON_START="false",
-        )
-        env.pop("TIERDESK_TEST_DB_NAME", None)
+        env = server_env(database_url, {"TIERDESK_WARMUP_ON_START": "false"})
         _manage(env, log, "migrate", "--noinput", "-v", "0")
         _manage(env, log, "seed_demo")
         _manage(env, log, "releases_demo")
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        with log.open("a") as out:
-            proc = subprocess.Popen(
-                [_bin("daphne"), "-b", "127.0.0.1", "-p", str(port), "chatbot.asgi:application"],
-                cwd=REPO,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        proc, url = daphne_start(env, log)
         try:
-            _wait_healthy(proc, url, log)
             yield LiveServer(url=url, database_url=database_url, log=log)
         finally:
             _stop(proc)
