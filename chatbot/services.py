@@ -162,6 +162,11 @@ def _release_apply(plan: ReplyPlan, config: ReleaseConfig) -> None:
         )
 
 
+def reply_checkpoint(*, reply_id: int, text: str) -> None:
+    """The text streamed so far, while the reply is still being written."""
+    Message.objects.filter(pk=reply_id, status=Message.Status.STREAMING).update(text=text)
+
+
 def reply_finish(
     *,
     reply_id: int,

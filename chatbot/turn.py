@@ -21,6 +21,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db import DatabaseError
 
 from inference.base import InferenceError, Usage
 from inference.guard import GuardVerdict, StreamGuard
@@ -106,6 +107,7 @@ async def turn_stream(
         if reply.first_chunk_ms is None:
             reply.first_chunk_ms = round((time.perf_counter() - received_at) * 1000, 1)
 
+    checkpoint = _Checkpoint(reply_id)
     try:
         if plan.generation is None:
             for piece in text_chunks(plan.text):
@@ -115,6 +117,7 @@ async def turn_stream(
         else:
             async for event in _generate(plan, reply, mark_first, conversation_id):
                 yield event
+                await checkpoint.maybe(reply.text)
     except asyncio.CancelledError:
         status = Message.Status.INCOMPLETE
         await asyncio.shield(_store(reply_id, reply, status, plan, received_at))
@@ -304,6 +307,34 @@ async def _send_template(
         mark_first()
         reply.parts.append(piece)
         yield Chunk(piece)
+
+
+class _Checkpoint:
+    """Writes the partial reply now and then while a model streams it.
+
+    A cancelled turn stores its partial reply itself, but a process killed with
+    SIGKILL can't: without these writes the shopper's message survives and the reply
+    comes back empty. At most one short UPDATE a second per streaming reply; a failed
+    write (database restarting) is logged and the stream goes on."""
+
+    def __init__(self, reply_id: int) -> None:
+        self.reply_id = reply_id
+        self.every_s = settings.TIERDESK_REPLY_CHECKPOINT_MS / 1000
+        self.last = float("-inf")  # the first chunk is written at once
+        self.stored = ""
+
+    async def maybe(self, text: str) -> None:
+        now = time.monotonic()
+        if self.every_s <= 0 or now - self.last < self.every_s or text == self.stored:
+            return
+        self.last = now
+        try:
+            await database_sync_to_async(services.reply_checkpoint)(
+                reply_id=self.reply_id, text=text
+            )
+            self.stored = text
+        except DatabaseError as exc:
+            logger.warning("reply %s: checkpoint not written (%s)", self.reply_id, exc)
 
 
 async def _store(

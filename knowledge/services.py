@@ -14,6 +14,7 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -179,7 +180,38 @@ def document_retrying(*, document_id: int, error: str, attempt: int) -> None:
 
 
 def _progress(document_id: int, done: int, total: int) -> None:
-    Document.objects.filter(pk=document_id).update(progress_done=done, progress_total=total)
+    # updated_at is the sign of life the sweeper (``ingest_requeue_stale``) looks at.
+    Document.objects.filter(pk=document_id).update(
+        progress_done=done, progress_total=total, updated_at=timezone.now()
+    )
+
+
+def ingest_requeue_stale(*, older_than_s: float) -> list[int]:
+    """Enqueue again the documents whose ingestion nobody is running.
+
+    acks_late covers a worker that dies: the broker hands the task out again. It can't
+    cover a broker that loses its queue (a Redis restart without persistence, a
+    flushed database): the document would wait as "pending" for ever. Beat calls this
+    every ``TIERDESK_KB_SWEEP_S``; a document pending or ingesting with no sign of life
+    for ``older_than_s`` is enqueued again. Ingestion is idempotent, so a task that was
+    only slow, not lost, costs one skipped run."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_s)
+    with transaction.atomic():
+        stale = list(
+            Document.objects.select_for_update(skip_locked=True)
+            .filter(
+                status__in=[Document.Status.PENDING, Document.Status.INGESTING],
+                updated_at__lt=cutoff,
+            )
+            .values_list("pk", flat=True)
+        )
+        # Touched, so the next sweep waits a whole interval before trying again.
+        Document.objects.filter(pk__in=stale).update(updated_at=timezone.now())
+        for document_id in stale:
+            _enqueue(document_id)
+    if stale:
+        logger.warning("re-enqueued %d stale ingestion(s): %s", len(stale), stale)
+    return stale
 
 
 @dataclass

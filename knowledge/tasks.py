@@ -38,3 +38,11 @@ def document_ingest_task(self: Any, document_id: int, force: bool = False) -> st
         services.document_retrying(document_id=document_id, error=str(exc), attempt=attempt)
         raise self.retry(exc=exc, countdown=min(60, 5 * 2**self.request.retries)) from exc
     return outcome.result
+
+
+@shared_task(name="knowledge.ingest_sweep")
+def ingest_sweep_task() -> int:
+    """Beat: enqueue again the ingestions a broker lost (``ingest_requeue_stale``)."""
+    from knowledge import services
+
+    return len(services.ingest_requeue_stale(older_than_s=settings.TIERDESK_KB_REQUEUE_AFTER_S))

@@ -145,7 +145,7 @@ REDIS_URL = env_str("REDIS_URL", "")
 if REDIS_URL:
     CHANNEL_LAYERS: dict[str, Any] = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "chatbot.channel_layer.ResilientRedisChannelLayer",
             # redis-py 8 defaults socket_timeout to 5 s, the same as channels-redis'
             # 5 s BZPOPMIN: the read then times out before Redis answers. Give reads
             # more time than the blocking pop.
@@ -237,6 +237,9 @@ TIERDESK_MAX_FRAME_BYTES = env_int("TIERDESK_MAX_FRAME_BYTES", 16384)
 TIERDESK_HISTORY_ON_CONNECT = env_int("TIERDESK_HISTORY_ON_CONNECT", 50)
 # Per-chunk pacing in the widget (SPEC: 50 ms, 0 disables it). Sent to the client.
 TIERDESK_STREAM_PACING_MS = env_int("TIERDESK_STREAM_PACING_MS", 50)
+# While a model streams a reply, its text so far is written this often, so a server
+# killed mid-reply still shows the shopper what was sent (0 disables).
+TIERDESK_REPLY_CHECKPOINT_MS = env_int("TIERDESK_REPLY_CHECKPOINT_MS", 1000)
 # How long a turn may take end to end before the reply is cut and marked incomplete.
 TIERDESK_TURN_TIMEOUT_S = env_float("TIERDESK_TURN_TIMEOUT_S", 60.0)
 
@@ -397,6 +400,10 @@ TIERDESK_KB_SUMMARY_ROLE = env_str("TIERDESK_KB_SUMMARY_ROLE", "fast")
 TIERDESK_KB_REFRESH_S = env_float("TIERDESK_KB_REFRESH_S", 2.0)
 TIERDESK_KB_MAX_UPLOAD_MB = env_int("TIERDESK_KB_MAX_UPLOAD_MB", 20)
 TIERDESK_KB_INGEST_RETRIES = env_int("TIERDESK_KB_INGEST_RETRIES", 3)
+# A document pending or ingesting with no progress for this long is enqueued again
+# (its task was lost with the broker's queue); beat checks every TIERDESK_KB_SWEEP_S.
+TIERDESK_KB_REQUEUE_AFTER_S = env_float("TIERDESK_KB_REQUEUE_AFTER_S", 900.0)
+TIERDESK_KB_SWEEP_S = env_float("TIERDESK_KB_SWEEP_S", 60.0)
 
 # --- resilience: shared state, breakers, budgets, limits, cache (docs/resilience.md) -------
 # Redis for state every process shares (breaker, rate limits, response cache); empty
@@ -524,6 +531,7 @@ TIERDESK_BOTCHECK_RETENTION_DAYS = env_int("TIERDESK_BOTCHECK_RETENTION_DAYS", 3
 CELERY_BEAT_SCHEDULE: dict[str, Any] = {
     "release-tick": {"task": "routing.release_tick", "schedule": TIERDESK_RELEASE_TICK_S},
     "botcheck-purge": {"task": "chatbot.botcheck_purge", "schedule": 86400.0},
+    "knowledge-ingest-sweep": {"task": "knowledge.ingest_sweep", "schedule": TIERDESK_KB_SWEEP_S},
 }
 
 # Test runs: keep pytest from importing heavy models at settings time.

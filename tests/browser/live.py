@@ -195,9 +195,12 @@ def server_env(database_url: str, extra: dict[str, str] | None = None) -> dict[s
     return env
 
 
-def daphne_start(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Daphne on a free 127.0.0.1 port, in its own process group, answering /healthz."""
-    port = _free_port()
+def daphne_start(
+    env: dict[str, str], log: Path, *, port: int | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Daphne on ``port`` (default a free one) of 127.0.0.1, in its own process group,
+    answering /healthz."""
+    port = port or _free_port()
     url = f"http://127.0.0.1:{port}"
     with log.open("a") as out:
         proc = subprocess.Popen(

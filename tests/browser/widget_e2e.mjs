@@ -6,7 +6,9 @@
 //        [--question "..."] [--screenshot out.png] [--timeout-ms 120000]
 //
 // Scenarios: desktop (ask, stream, finish, resume after reload, reconnect),
-// phone (390x844 layout), keyboard (keyboard-only use).
+// phone (390x844 layout), keyboard (keyboard-only use), killed (the server dies in the
+// middle of a reply: prints KILL-NOW once a chunk is on screen, for the test to kill -9
+// Daphne and start it again on the same port, then waits for the widget to come back).
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -315,7 +317,64 @@ async function keyboard() {
   return result;
 }
 
-const scenarios = { desktop, phone, keyboard };
+async function killed() {
+  const result = { scenario: "killed" };
+  const { context, close } = await launch({ width: 1280, height: 800 });
+  try {
+    const page = context.pages()[0] || (await context.newPage());
+    watchPage(page, result);
+    await page.goto(opts.base + "/", { waitUntil: "domcontentloaded" });
+    await openWidget(page);
+    result.user_bubble = await ask(page, opts.question);
+    // Some of the reply is on screen (a few chunks): the server is in the middle of it.
+    await page.waitForFunction(
+      (sel) => {
+        const t = document.querySelector(sel).shadowRoot.querySelector('.msg.bot[data-status="streaming"] .text');
+        return t && t.textContent.trim().length >= 40;
+      },
+      HOST,
+      { timeout: TIMEOUT },
+    );
+    result.partial_on_screen = await shadow(
+      page,
+      `return root.querySelector('.msg.bot[data-status="streaming"] .text').textContent;`,
+    );
+    await page.evaluate(() => (window.__td.states = []));
+    process.stdout.write("KILL-NOW\n");
+    // The dead socket closes; the widget says so, retries with backoff, and is back
+    // once the new server answers.
+    await page.waitForFunction(
+      () => {
+        const s = window.__td.states;
+        const i = s.indexOf("reconnecting");
+        return i >= 0 && s.slice(i).includes("open");
+      },
+      null,
+      { timeout: TIMEOUT },
+    );
+    result.states = await page.evaluate(() => window.__td.states);
+    // The log is rebuilt from the new server's hello: the conversation as stored.
+    await page.waitForFunction(
+      (sel) => document.querySelector(sel).shadowRoot.querySelector('.msg.bot[data-status="incomplete"]'),
+      HOST,
+      { timeout: 30000 },
+    );
+    result.log = await shadow(
+      page,
+      `return [...root.querySelectorAll(".msg:not(.greeting)")].map((n) =>
+         ({ role: n.classList.contains("user") ? "user" : "bot", status: n.dataset.status,
+            text: (n.querySelector(".text") || n).textContent,
+            note: n.querySelector(".note")?.textContent || null }));`,
+    );
+    result.hellos = result.frames.filter((f) => f.type === "hello").length;
+    result.ok = true;
+  } finally {
+    await close();
+  }
+  return result;
+}
+
+const scenarios = { desktop, phone, keyboard, killed };
 const run = scenarios[opts.scenario];
 if (!run) throw new Error(`unknown scenario ${opts.scenario}`);
 try {

@@ -207,3 +207,31 @@ def test_summary_comes_from_the_fast_model(settings: Any, model_files: None) -> 
     words = doc.summary.split()
     assert 3 <= len(words) <= 50
     assert "gift" in doc.summary.lower()
+
+
+def test_the_sweeper_enqueues_again_only_ingestions_with_no_sign_of_life(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """A broker that lost its queue leaves documents pending for ever; beat's sweep
+    enqueues them again, and leaves alone the fresh, the ready and the failed."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    lost = make()
+    ready = make()
+    services.document_ingest(document_id=ready.pk)
+    fresh = make()
+    failed = make()
+    Document.objects.filter(pk=failed.pk).update(status=Document.Status.FAILED)
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    Document.objects.exclude(pk=fresh.pk).update(updated_at=an_hour_ago)
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        assert services.ingest_requeue_stale(older_than_s=900) == [lost.pk]
+    assert len(callbacks) == 1  # one task, sent once the transaction commits
+    # Touched: the next sweep waits a whole interval before trying it again.
+    assert services.ingest_requeue_stale(older_than_s=900) == []
+    # It is the same idempotent ingestion that runs.
+    assert services.document_ingest(document_id=lost.pk).result == "ready"
+    assert services.document_ingest(document_id=lost.pk).result == "skipped"

@@ -14,13 +14,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +35,7 @@ from inference.breaker import breakers_reset
 from inference.cache import cache_clear_local
 from inference.catalog import CATALOG
 from routing.limits import limits_reset
+from tests.faults import PrivateRedis
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -191,52 +190,6 @@ def http_fault_server() -> Iterator[FaultServer]:
     server = FaultServer()
     yield server
     server.close()
-
-
-class PrivateRedis:
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.start()
-
-    def start(self) -> None:
-        subprocess.run(
-            [
-                shutil.which("redis-server") or "redis-server",
-                "--daemonize",
-                "yes",
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        for _ in range(50):
-            if self.ping():
-                return
-            time.sleep(0.05)
-        raise RuntimeError("private redis-server did not start")
-
-    def ping(self) -> bool:
-        done = subprocess.run(
-            ["redis-cli", "-p", str(self.port), "ping"], capture_output=True, text=True
-        )
-        return done.stdout.strip() == "PONG"
-
-    def stop(self) -> None:
-        subprocess.run(
-            ["redis-cli", "-p", str(self.port), "shutdown", "nosave"], capture_output=True
-        )
-        for _ in range(50):
-            if not self.ping():
-                return
-            time.sleep(0.05)
 
 
 @pytest.fixture

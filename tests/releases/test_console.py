@@ -112,6 +112,29 @@ def test_weight_change_asks_for_confirmation_then_is_audited(staff: dict[str, An
     assert "only a draft can start" in page.content.decode()
 
 
+def test_csrf_protects_the_console_and_the_admin(staff: dict[str, Any]) -> None:
+    """A logged-in operator's browser, tricked into posting from another site, changes
+    nothing: without the CSRF token the console and the admin answer 403. With the
+    token from their own pages, the same posts go through."""
+    release = running(staff)
+    operator = Client(enforce_csrf_checks=True)
+    operator.force_login(staff["operator"])
+    url = f"/operators/releases/{release.pk}/weight"
+    forged = {"weight": 90, "reason": "forged", "confirmed": "on"}
+    assert operator.post(url, forged).status_code == 403
+    admin_change = f"/admin/routing/release/{release.pk}/delete/"
+    assert operator.post(admin_change, {"post": "yes"}).status_code == 403
+    release.refresh_from_db()
+    assert release.weight == 10 and Release.objects.filter(pk=release.pk).exists()
+
+    assert operator.get(CONSOLE).status_code == 200  # the page sets the CSRF cookie
+    token = operator.cookies["csrftoken"].value
+    ok = operator.post(url, {**forged, "reason": "agreed", "csrfmiddlewaretoken": token})
+    assert ok.status_code == 302
+    release.refresh_from_db()
+    assert release.weight == 90
+
+
 def test_console_shows_status_charts_and_decisions(
     staff: dict[str, Any], release_clock: FakeClock
 ) -> None:

@@ -1,0 +1,112 @@
+"""Fault injection (issue #8): kill -9 Daphne in the middle of a reply, in Chromium.
+
+The shopper asks the widget (headless Chromium, widget_e2e.mjs ``killed``) a question
+that a real model answers at length. Once part of the reply is on screen, the whole
+Daphne process group gets SIGKILL. The database then holds the shopper's message and
+the reply row still marked streaming. A new Daphne starts on the same port, as a
+supervisor would restart it. The widget must notice, show "reconnecting", come back by
+itself, and show the stored conversation: the question, and the cut-off reply marked
+incomplete. Nothing is lost and nothing is duplicated.
+
+Every wait is bounded and everything is on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.faults import Daphne
+
+from .live import REPO, _manage, _server_database, _tail, server_env
+from .test_widget import SCRIPT
+
+pytestmark = [pytest.mark.browser, pytest.mark.models]
+# The server's warm-up has conversations of its own: look at ours only.
+ROWS = (
+    "SELECT m.role, m.text, m.status FROM chatbot_message m "
+    "JOIN chatbot_conversation c ON c.id = m.conversation_id "
+    "WHERE m.conversation_id = (SELECT conversation_id FROM chatbot_message "
+    "WHERE text = %s AND role = 'user' ORDER BY id DESC LIMIT 1) ORDER BY m.id"
+)
+QUESTION = (
+    "Which is better for a week of hiking in the rain, leather boots or trail shoes, and why?"
+)
+NODE_TIMEOUT_S = 300
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[Daphne, str]]:
+    log = tmp_path / "server.log"
+    with _server_database(tmp_path, "_kill") as database_url:
+        # A long reply, so the kill lands in the middle of it.
+        env = server_env(database_url, {"TIERDESK_L3_MAX_TOKENS": "200"})
+        _manage(env, log, "migrate", "--noinput", "-v", "0")
+        _manage(env, log, "seed_demo")
+        daphne = Daphne(env, log)
+        try:
+            yield daphne, database_url
+        finally:
+            daphne.stop()
+
+
+def _rows(database_url: str) -> list[tuple[str, str, str]]:
+    with psycopg.connect(database_url, connect_timeout=10) as conn:
+        return [(r[0], r[1], r[2]) for r in conn.execute(ROWS, (QUESTION,)).fetchall()]
+
+
+def test_kill_9_mid_reply_then_the_widget_reconnects_to_the_stored_conversation(
+    browser_tools: str, server: tuple[Daphne, str], model_files: None
+) -> None:
+    daphne, database_url = server
+    daphne.start()
+    node = subprocess.Popen(
+        [
+            *(browser_tools, str(SCRIPT), "--base", daphne.url, "--scenario", "killed"),
+            *("--question", QUESTION, "--timeout-ms", "150000"),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert node.stdout is not None
+        lines: list[str] = []
+        for line in node.stdout:  # ends when node exits; node's own waits are bounded
+            lines.append(line)
+            if line.strip() == "KILL-NOW":
+                break
+        assert lines and lines[-1].strip() == "KILL-NOW", f"no reply began: {lines[-3:]}"
+        daphne.kill9()
+        # The shopper's message was stored before the reply began; the reply row exists
+        # and was still streaming when the process died.
+        killed = _rows(database_url)
+        assert [(r[0], r[2]) for r in killed] == [("user", "received"), ("bot", "streaming")]
+        daphne.start(warm_up=False)
+        out, err = node.communicate(timeout=NODE_TIMEOUT_S)
+    finally:
+        if node.poll() is None:
+            node.kill()
+            node.wait(timeout=10)
+    results = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    result = results[-1] if results else {}
+    assert result.get("ok"), f"{result.get('error') or result}\n{err[-2000:]}\n{_tail(daphne.log)}"
+
+    # On screen: it said it was reconnecting, came back, and shows what was stored.
+    assert "reconnecting" in result["states"] and result["states"][-1] == "open"
+    assert result["hellos"] >= 2
+    log = result["log"]
+    assert [(m["role"], m["status"]) for m in log] == [("user", "sent"), ("bot", "incomplete")]
+    assert log[0]["text"] == QUESTION
+    assert log[1]["note"] == "reply was cut off"
+    assert log[1]["text"].strip(), "the stored part of the reply is shown"
+    # What the widget shows is what the database holds: nothing lost, nothing twice.
+    after = _rows(database_url)
+    assert [(r[0], r[2]) for r in after] == [("user", "received"), ("bot", "incomplete")]
+    assert after[0][1] == QUESTION and after[1][1] == log[1]["text"]
