@@ -1,5 +1,5 @@
 # The two commands: `make run` (the product, embedded default) and `make test` (the suite).
-.PHONY: setup run test lint services bench pytest eval-router bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot
+.PHONY: setup run test lint services bench load pytest eval-router bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot
 
 setup:
 	bash scripts/setup.sh
@@ -21,6 +21,11 @@ lint: setup
 
 bench: setup
 	bash scripts/bench.sh
+
+# Load test: WebSocket shoppers stepped up to 200 sessions (85/12/3 L1/L2/L3), then the
+# same mix with routing off (bench/results/load.json; docs/benchmarks.md, "Load").
+load: setup services
+	bash scripts/load.sh
 
 # RAG evaluation: hit@1/3 and MRR per method and language, answer groundedness.
 eval-rag: setup

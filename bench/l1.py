@@ -310,16 +310,22 @@ class DaphneServer:
         raise RuntimeError(f"not ready after {timeout_s:.0f}s: {last}\n{log_tail()}")
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=5)
-        except ProcessLookupError:
-            pass
+        if self.proc is not None:
+            process_group_stop(self.proc)
+
+
+def process_group_stop(proc: subprocess.Popen[Any], wait_s: float = 15) -> None:
+    """TERM a subprocess started with ``start_new_session``, KILL it if it lingers."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+    except ProcessLookupError:
+        pass
 
 
 def log_tail(lines: int = 30) -> str:
@@ -682,10 +688,13 @@ class CpuMeter:
 
     SIDES = ("bare", "server")
 
-    def __init__(self, *, bench_pid: int, daphne_pid: int) -> None:
-        self.pids = {"bench": bench_pid, "daphne": daphne_pid}
+    def __init__(
+        self, *, bench_pid: int, daphne_pid: int, others: dict[str, int] | None = None
+    ) -> None:
+        # ``others``: more processes to account for by name (bench/load.py).
+        self.pids = {"bench": bench_pid, "daphne": daphne_pid, **(others or {})}
         self.wall = dict.fromkeys(self.SIDES, 0.0)
-        self.core_s = {side: {"foreign": 0.0, "bench": 0.0, "daphne": 0.0} for side in self.SIDES}
+        self.core_s = {side: dict.fromkeys(["foreign", *self.pids], 0.0) for side in self.SIDES}
         self._mark: dict[str, float] | None = None
         self._tick = float(os.sysconf("SC_CLK_TCK"))
 
@@ -726,8 +735,16 @@ class CpuMeter:
 class WsLane:
     """One shopper's browser: a WebSocket per conversation, one message at a time."""
 
-    def __init__(self, port: int, lane_index: int, convs: list[Conv], tag: str) -> None:
+    def __init__(
+        self,
+        port: int,
+        lane_index: int,
+        convs: list[Conv],
+        tag: str,
+        reply_timeout_s: float = MESSAGE_TIMEOUT_S,
+    ) -> None:
         self.port = port
+        self.reply_timeout_s = reply_timeout_s
         self.lane_index = lane_index
         self.convs = convs
         self.tag = tag
@@ -780,7 +797,7 @@ class WsLane:
         last: float | None = None
         try:
             while True:
-                frame = await _recv_json(self.ws, MESSAGE_TIMEOUT_S)
+                frame = await _recv_json(self.ws, self.reply_timeout_s)
                 kind = frame.get("type")
                 now = time.perf_counter()
                 if kind in ("chunk", "replace"):
@@ -865,6 +882,9 @@ def _done_fill(
     sample.intent = str(frame.get("intent") or "")
     sample.guard = str(frame.get("guard") or "")
     sample.server_first_ms = frame.get("first_chunk_ms")
+    sample.extra["status"] = str(frame.get("status") or "")
+    if frame.get("error"):
+        sample.extra["done_error"] = str(frame["error"])
     fallback = frame.get("fallback")
     sample.fallback = str(fallback.get("reason", "")) if isinstance(fallback, dict) else ""
 
@@ -1365,13 +1385,13 @@ def summary_print(report: dict[str, Any], single: str, multi: str) -> None:
         )
     router = report["router"]
     print(f"  router: p50 {router['p50_ms']} ms, p95 {router['p95_ms']} ms")
-    print(
-        "  targets: "
-        + ", ".join(
-            f"{k}={'n/a' if v is None else 'PASS' if v else 'MISS'}"
-            for k, v in report["verdicts"].items()
-        )
-    )
+    print(verdicts_line(report["verdicts"]))
+
+
+def verdicts_line(verdicts: dict[str, bool | None]) -> str:
+    """The targets as one printed line: PASS, MISS or n/a each."""
+    marks = {None: "n/a", True: "PASS", False: "MISS"}
+    return "  targets: " + ", ".join(f"{k}={marks[v]}" for k, v in verdicts.items())
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -297,6 +297,8 @@ class Dialogue:
     def plan(self) -> ReplyPlan:
         state = self.ctx.state
         try:
+            if settings.TIERDESK_ROUTING == "l3_only":
+                return self._l3_only()
             handled = self._continue_pending(state)
             if handled is not None:
                 return handled
@@ -316,6 +318,22 @@ class Dialogue:
             plan = self._say("dialogue", "order_system_down")
             plan.error_code = exc.code
             return plan
+
+    def _l3_only(self) -> ReplyPlan:
+        """Routing off (``TIERDESK_ROUTING=l3_only``): the large tier answers every
+        message. The router still runs so the turn records what it would have chosen."""
+        started = time.perf_counter()
+        decision = route_message(
+            text=self.ctx.text,
+            language=self.lang,
+            clarify_threshold=self.ctx.clarify_threshold,
+        )
+        reason = {"kind": "routing_off", "routed_tier": decision.tier, "routed": decision.reason}
+        plan = self._open_question(replace(decision, tier=rt.L3, reason=reason))
+        plan.confidence = decision.confidence
+        plan.route_reason = reason
+        plan.route_ms = (time.perf_counter() - started) * 1000
+        return plan
 
     def _continue_pending(self, state: dict[str, Any]) -> ReplyPlan | None:
         """Answers that depend on what the bot asked last turn."""

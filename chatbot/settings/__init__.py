@@ -253,6 +253,11 @@ TIERDESK_ROUTER_RETRAIN_ASYNC = env_bool("TIERDESK_ROUTER_RETRAIN_ASYNC", TIERDE
 # How long a process keeps its previous classifier while waiting for the task's model
 # before it trains one itself (a broker that is down must not freeze the router).
 TIERDESK_ROUTER_RETRAIN_GRACE_S = env_float("TIERDESK_ROUTER_RETRAIN_GRACE_S", 120.0)
+# "tiered": the router picks L1/L2/L3 per message. "l3_only": every message goes to the
+# large tier (routing off), to measure the baseline (make load, docs/routing.md).
+TIERDESK_ROUTING = env_str("TIERDESK_ROUTING", "tiered")
+if TIERDESK_ROUTING not in {"tiered", "l3_only"}:
+    raise ImproperlyConfiguredEnv(f"TIERDESK_ROUTING={TIERDESK_ROUTING!r}: use tiered|l3_only")
 # Compress the per-question part of the L1 prompt with spaCy (inference/compress.py).
 TIERDESK_L1_COMPRESSION = env_bool("TIERDESK_L1_COMPRESSION", True)
 

@@ -1,0 +1,900 @@
+"""Load test: concurrent WebSocket shoppers against the production set-up, stepped up.
+
+Run it with ``make load`` (or ``bash scripts/load.sh``); figures go to
+``bench/results/load.json`` and docs/benchmarks.md ("Load") explains them.
+
+What runs, all on 127.0.0.1:
+
+- PostgreSQL (database ``tierdesk_bench``, migrated and seeded) and Redis db 2 (flushed:
+  channel layer, Celery broker, shared limits/breaker/cache state);
+- a Celery worker (``celery -A chatbot worker``), which also ingests the seeded
+  knowledge base before anything is measured;
+- the L3 "remote API": a real llama.cpp server (``tests/l3/serve_model.py``, xllamacpp's
+  OpenAI-compatible listener) serving the local Qwen2.5-0.5B GGUF in its own process;
+  Tierdesk talks to it through ``TIERDESK_L3_API_BASE`` exactly as to a hosted API, and
+  its replies are priced as the configured L3 model (``TIERDESK_L3_MODEL``);
+- Daphne (one process: models warmed up, waited on until ``/readyz`` says 200).
+
+Each step runs N concurrent sessions. A session connects (``hello``, ``identify`` with
+a signed shopper token), then sends ``--messages`` messages drawn with a seeded RNG from
+the reference mix (85% L1 order questions, 12% L2 knowledge questions, 3% L3 open
+questions), waiting for ``done`` and a think time between them. Sessions start
+staggered over ``--ramp-s``. Every reply wait is bounded (``--reply-timeout-s``) and so
+is every step (``--step-deadline-s``): whatever has not finished by then is counted as
+an error of kind ``deadline``. Then Daphne is restarted with ``TIERDESK_ROUTING=l3_only``
+(routing off: every message to L3) and the same sessions are replayed at
+``--off-steps`` session counts, for the p95 and cost ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import csv
+import json
+import logging
+import os
+import random
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.l1 import (
+    DAPHNE_LOG,
+    ROOT,
+    Conv,
+    CpuMeter,
+    DaphneServer,
+    Msg,
+    Sample,
+    Scenario,
+    Step,
+    WsLane,
+    bench_env,
+    database_ensure,
+    free_port,
+    git_commit,
+    log,
+    machine_info,
+    manage,
+    pct,
+    prefix_warmup_build,
+    process_group_stop,
+    redis_flush,
+    scenarios_build,
+    verdicts_line,
+)
+
+RESULTS = ROOT / "bench" / "results" / "load.json"
+LOG_DIR = ROOT / "var" / "log"
+HELDOUT = ROOT / "routing" / "eval" / "heldout.tsv"
+
+# The issue's targets on this 2-core machine.
+TARGETS = {
+    "sessions": 200,
+    "errors": 0,
+    "l1_first_chunk_p95_ms": 400.0,
+    "p95_ratio_off_over_on_min": 4.0,
+    "cost_lower_share_min": 0.75,
+}
+# The reference deployment's message mix, by tier.
+MIX = {"L1": 0.85, "L2": 0.12, "L3": 0.03}
+L3_STANDIN_MODEL = "qwen2.5-0.5b-instruct-q4km"  # the local GGUF that plays the L3 API
+WARMUP_S = 300.0  # bound on the unmeasured warm-up pass of each phase
+# Between steps: at least this pause, then until Daphne and the L3 stand-in are idle.
+SETTLE_S = 5.0
+SETTLE_MAX_S = 90.0
+
+
+@dataclass
+class StepRun:
+    phase: str  # "routing_on" | "routing_off"
+    sessions: int
+    convs: list[Conv]
+    samples: list[Sample] = field(default_factory=list)
+    unfinished: int = 0  # messages not sent or not answered by the step's deadline
+    wall_s: float = 0.0
+    deadline_hit: bool = False
+    cores: dict[str, float] | None = None
+    started: datetime | None = None
+    settle_s: float = 0.0  # waited before the step for the server side to go idle
+
+
+# --- processes around Daphne --------------------------------------------------------------
+
+
+class Proc:
+    """A helper process in its own process group, logging to var/log."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str]) -> None:
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self.logfile = LOG_DIR / f"bench-load-{name}.log"
+        with self.logfile.open("wb") as out:
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE if name == "l3" else out,
+                stderr=out,
+                start_new_session=True,
+            )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        process_group_stop(self.proc, wait_s=20)
+
+
+def l3_server_start(*, parallel: int, lifetime_s: int, env: dict[str, str]) -> tuple[Proc, str]:
+    """The L3 stand-in: a llama.cpp server in its own process; returns it and its URL."""
+    import httpx
+    from django.conf import settings
+
+    from inference.catalog import CATALOG
+
+    path = settings.TIERDESK_MODEL_DIR / CATALOG[L3_STANDIN_MODEL].filename
+    argv = [sys.executable, "-m", "tests.l3.serve_model", str(path), str(parallel)]
+    server = Proc("l3", [*argv, str(lifetime_s)], env)
+    assert server.proc.stdout is not None
+    ready, _, _ = select.select([server.proc.stdout], [], [], 120)
+    line = server.proc.stdout.readline().decode().strip() if ready else ""
+    if not line.startswith("http://127.0.0.1:"):
+        server.stop()
+        raise RuntimeError(f"L3 stand-in did not start: {line!r}")
+    # The listener's first request is slow: pay it here, not in the first step.
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+    httpx.post(f"{line}/v1/chat/completions", json=body, timeout=120, trust_env=False)
+    return server, line
+
+
+def knowledge_wait(timeout_s: float) -> dict[str, Any]:
+    """Wait until the Celery worker has ingested every seeded document (L2 needs them)."""
+    from knowledge.models import Document
+    from knowledge.services import document_reingest
+
+    pending = list(
+        Document.objects.exclude(status=Document.Status.READY).values_list("pk", flat=True)
+    )
+    if pending:
+        # Queued at seed time already, unless an earlier run's queue was flushed: queue
+        # them again (the task is idempotent).
+        document_reingest(document_ids=pending, force=False)
+    started = time.perf_counter()
+    while time.perf_counter() - started < timeout_s:
+        settled = (Document.Status.READY, Document.Status.FAILED)
+        if not Document.objects.exclude(status__in=settled).exists():
+            break
+        time.sleep(2)
+    statuses = Counter(Document.objects.values_list("status", flat=True))
+    return {"statuses": dict(statuses), "waited_s": round(time.perf_counter() - started, 1)}
+
+
+def cpu_s(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (float(fields[11]) + float(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def settle(pids: list[int], max_s: float = SETTLE_MAX_S) -> float:
+    """Wait until the server side is idle (turns of an earlier step that hit its
+    deadline may still be running), at least SETTLE_S and at most ``max_s``."""
+    started = time.perf_counter()
+    time.sleep(SETTLE_S)
+    while time.perf_counter() - started < max_s:
+        before = sum(cpu_s(p) for p in pids)
+        time.sleep(1.0)
+        if sum(cpu_s(p) for p in pids) - before < 0.15:
+            break
+    return round(time.perf_counter() - started, 1)
+
+
+def descendants(pid: int) -> list[int]:
+    out: list[int] = []
+    with contextlib.suppress(OSError, ValueError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                out += [int(child), *descendants(int(child))]
+    return out
+
+
+# --- the shoppers' messages ---------------------------------------------------------------
+
+
+def message_pools() -> dict[str, list[tuple[str, str]]]:
+    """L2 and L3 messages, as (intent, text), that the router sends to that tier.
+
+    L2: the labelled knowledge questions (knowledge/eval/questions.jsonl, answerable
+    ones). L3: the held-out ``complex_question`` messages (routing/eval/heldout.tsv).
+    Only those the router really sends to the tier are kept, so the load has the
+    reference mix (router accuracy is ``make eval-router``'s business).
+    """
+    from knowledge.evaluation import questions_load
+    from routing.router import route_message
+
+    pools: dict[str, list[tuple[str, str]]] = {"L2": [], "L3": []}
+    for question in questions_load():
+        text = str(question["question"])
+        decision = route_message(text=text, language=str(question.get("language") or "en"))
+        if question.get("gold") and decision.tier == "L2":
+            pools["L2"].append((decision.intent, text))
+    with HELDOUT.open(encoding="utf-8") as handle:
+        for row in csv.reader(handle, delimiter="\t"):
+            if len(row) == 3 and not row[0].startswith("#") and row[0] == "complex_question":
+                decision = route_message(text=row[2], language=row[1])
+                if decision.tier == "L3":
+                    pools["L3"].append((decision.intent, row[2]))
+    return pools
+
+
+def sessions_build(
+    *, sessions: int, messages: int, seed: int, pools: dict[str, list[tuple[str, str]]]
+) -> list[Conv]:
+    """N shoppers (real customers with signed tokens) and their messages in the mix.
+
+    L1 messages come from bench/l1.py's order-question mix with the shopper's own order
+    ids; each message is then redrawn as L2 or L3 with the mix's odds. The same
+    (sessions, seed) gives the same shoppers and messages, for routing on and off.
+    """
+    scenario = scenarios_build(
+        seed=seed + sessions, c1_convs=0, c1_msgs=0, sessions=sessions, msgs=messages
+    )[1]
+    rng = random.Random(f"load-{seed}-{sessions}")
+    convs = [conv for lane in scenario.lanes for conv in lane]
+    for conv in convs:
+        for k, msg in enumerate(conv.messages):
+            draw = rng.random()
+            if draw < MIX["L1"]:
+                msg.tier = "L1"
+                continue
+            tier = "L2" if draw < MIX["L1"] + MIX["L2"] else "L3"
+            intent, text = rng.choice(pools[tier])
+            conv.messages[k] = Msg(kind=intent, text=text, tier=tier)
+    return convs
+
+
+def warmup_build(
+    pools: dict[str, list[tuple[str, str]]], *, routing_on: bool, quick: bool
+) -> Scenario:
+    """The unmeasured pass before a phase: bench/l1.py's one message per few-shot prefix
+    (a long-running server has them all in llama.cpp's prompt cache), then two L2
+    questions and one L3 message (they load the embedder and the knowledge index). With
+    routing off everything goes to L3 anyway: two messages only."""
+    scenario = prefix_warmup_build()
+    convs = scenario.lanes[0][: 2 if quick else None]
+    extra = [Msg(kind=i, text=t, tier="L2") for i, t in pools["L2"][:2]]
+    extra += [Msg(kind=i, text=t, tier="L3") for i, t in pools["L3"][:1]]
+    if routing_on:
+        convs[-1].messages += extra
+    else:
+        convs = [Conv(convs[0].customer_id, extra[:2], convs[0].token)]
+    scenario.lanes = [convs]
+    return scenario
+
+
+async def warmup_run(scenario: Scenario, *, port: int, args: argparse.Namespace) -> dict[str, Any]:
+    lane = WsLane(
+        port, 0, scenario.lanes[0], uuid.uuid4().hex[:8], reply_timeout_s=args.reply_timeout_s
+    )
+    started = time.perf_counter()
+    samples: list[Sample] = []
+    try:
+        samples = await asyncio.wait_for(lane.run(scenario.steps()[0]), timeout=WARMUP_S)
+    except Exception as exc:  # unmeasured: note it and go on
+        log(f"warm-up: {exc!r}")
+    finally:
+        with contextlib.suppress(Exception):
+            await lane.close()
+    return {
+        "messages": scenario.messages,
+        "answered": sum(1 for s in samples if not s.error),
+        "s": round(time.perf_counter() - started, 1),
+    }
+
+
+# --- one step -----------------------------------------------------------------------------
+
+
+async def session_run(
+    *,
+    port: int,
+    index: int,
+    conv: Conv,
+    tag: str,
+    delay_s: float,
+    args: argparse.Namespace,
+    rng: random.Random,
+    out: list[Sample],
+) -> None:
+    from websockets.exceptions import ConnectionClosed, WebSocketException
+
+    await asyncio.sleep(delay_s)
+    lane = WsLane(port, index, [conv], tag, reply_timeout_s=args.reply_timeout_s)
+    # Think times drawn up front, so a session's pauses don't depend on what failed.
+    thinks = [rng.uniform(args.think_min_s, args.think_max_s) for _ in conv.messages]
+    try:
+        for j, msg in enumerate(conv.messages):
+            step = Step(lane=index, conv=0, index=j, msg=msg, measured=True)
+            sample: Sample | None = None
+            try:
+                if lane.ws is None:
+                    await lane._open(0)
+                sample = await lane._send(step)
+            except ConnectionClosed:
+                sample = step.sample()
+                sample.error = "dropped"
+            except (OSError, TimeoutError, WebSocketException, RuntimeError) as exc:
+                sample = step.sample()
+                sample.error = "connect"
+                sample.extra["detail"] = repr(exc)[:200]
+            if sample.error in ("dropped", "connect"):
+                with contextlib.suppress(Exception):
+                    await lane.close()
+                lane.ws, lane.conv_index = None, -1
+            out.append(sample)
+            if j + 1 < len(conv.messages):
+                await asyncio.sleep(thinks[j])
+    finally:
+        with contextlib.suppress(Exception):
+            await lane.close()
+
+
+async def step_run(run: StepRun, *, port: int, args: argparse.Namespace, meter: CpuMeter) -> None:
+    tag = uuid.uuid4().hex[:8]
+    rng = random.Random(f"think-{args.seed}-{run.sessions}")
+    outs: list[list[Sample]] = [[] for _ in run.convs]
+    spacing = args.ramp_s / max(1, run.sessions)
+    run.started = datetime.now(UTC)
+    started = time.perf_counter()
+    meter.start()
+    tasks = [
+        asyncio.create_task(
+            session_run(
+                port=port,
+                index=i,
+                conv=conv,
+                tag=tag,
+                delay_s=i * spacing,
+                args=args,
+                rng=random.Random(rng.random()),
+                out=outs[i],
+            )
+        )
+        for i, conv in enumerate(run.convs)
+    ]
+    _done, pending = await asyncio.wait(tasks, timeout=args.step_deadline_s)
+    run.deadline_hit = bool(pending)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    run.wall_s = time.perf_counter() - started
+    meter.stop("server", run.wall_s)
+    run.cores = meter.cores("server")
+    for conv, samples in zip(run.convs, outs, strict=True):
+        run.samples += samples
+        run.unfinished += len(conv.messages) - len(samples)
+    for task in tasks:
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            log(f"a session failed: {task.exception()!r}")
+
+
+# --- figures ------------------------------------------------------------------------------
+
+
+def error_kind(sample: Sample) -> str:
+    if sample.error:
+        return sample.error
+    if sample.extra.get("status") not in ("", "complete"):
+        return f"status_{sample.extra.get('status')}"
+    if sample.extra.get("done_error"):
+        return f"done_{sample.extra['done_error']}"
+    return ""
+
+
+def latency(values: list[float]) -> dict[str, Any]:
+    return {"n": len(values), "p50": pct(values, 50), "p95": pct(values, 95)}
+
+
+def cost(sample: Sample) -> float:
+    from routing.releases.metrics import cost_of
+
+    return cost_of(sample.model, sample.prompt_tokens, sample.completion)
+
+
+def step_summary(run: StepRun) -> dict[str, Any]:
+    errors: Counter[str] = Counter()
+    for sample in run.samples:
+        if kind := error_kind(sample):
+            errors[kind] += 1
+    if run.unfinished:
+        errors["deadline"] += run.unfinished
+    ok = [s for s in run.samples if not error_kind(s)]
+    by_tier: dict[str, list[float]] = {}
+    for sample in ok:
+        if sample.first_ms is not None:
+            by_tier.setdefault(sample.tier or "?", []).append(sample.first_ms)
+    everything = [f for values in by_tier.values() for f in values]
+    total_cost = sum(cost(s) for s in ok)
+    planned = sum(len(c.messages) for c in run.convs)
+    return {
+        "sessions": run.sessions,
+        "messages_planned": planned,
+        "messages_sent": sum(1 for s in run.samples if s.error != "connect"),
+        "done": len(ok),
+        "errors": sum(errors.values()),
+        "errors_by_kind": dict(errors),
+        # A few distinct exception texts behind "connect" errors, for diagnosis.
+        "error_details": sorted(
+            {str(s.extra["detail"]) for s in run.samples if "detail" in s.extra}
+        )[:5],
+        "first_chunk_ms": {
+            "all": latency(everything),
+            **{tier: latency(values) for tier, values in sorted(by_tier.items())},
+        },
+        "server_first_chunk_ms_p95": pct(
+            [float(s.server_first_ms) for s in ok if s.server_first_ms is not None], 95
+        ),
+        "planned_tiers": dict(Counter(m.tier for c in run.convs for m in c.messages)),
+        "tiers": dict(Counter(s.tier for s in ok)),
+        "models": dict(Counter(s.model or "(template)" for s in ok)),
+        "fallbacks": dict(Counter(s.fallback for s in ok if s.fallback)),
+        "tokens": {
+            "prompt": sum(s.prompt_tokens for s in ok),
+            "completion": sum(s.completion for s in ok),
+        },
+        "modelled_cost_usd": round(total_cost, 8),
+        "modelled_cost_per_reply_usd": round(total_cost / len(ok), 10) if ok else None,
+        "wall_s": round(run.wall_s, 1),
+        "settle_s_before": run.settle_s,
+        "deadline_hit": run.deadline_hit,
+        # Cores in use during the step: this process (the clients), Daphne, the Celery
+        # worker, the L3 stand-in, and "foreign" (everything else on the machine).
+        "cores": run.cores,
+        "loadavg_1m_end": round(os.getloadavg()[0], 2),
+    }
+
+
+def step_passes(summary: dict[str, Any]) -> bool:
+    l1 = summary["first_chunk_ms"].get("L1", {}).get("p95")
+    return (
+        summary["errors"] == TARGETS["errors"]
+        and l1 is not None
+        and l1 <= TARGETS["l1_first_chunk_p95_ms"]
+    )
+
+
+def comparison(on: StepRun, off: StepRun) -> dict[str, Any]:
+    """Routing on vs off at one session count, over the same planned messages."""
+    s_on, s_off = step_summary(on), step_summary(off)
+    p95_on, p95_off = s_on["first_chunk_ms"]["all"]["p95"], s_off["first_chunk_ms"]["all"]["p95"]
+
+    def done(run: StepRun) -> dict[tuple[int, int], Sample]:
+        return {(s.lane, s.index): s for s in run.samples if not error_kind(s)}
+
+    a, b = done(on), done(off)
+    both = sorted(set(a) & set(b))
+    cost_on = sum(cost(a[k]) for k in both)
+    cost_off = sum(cost(b[k]) for k in both)
+    return {
+        "sessions": on.sessions,
+        "first_chunk_p95_ms_routing_on": p95_on,
+        "first_chunk_p95_ms_routing_off": p95_off,
+        "p95_ratio_off_over_on": round(p95_off / p95_on, 2) if p95_on and p95_off else None,
+        "errors_routing_on": s_on["errors"],
+        "errors_routing_off": s_off["errors"],
+        # Messages answered in both runs: the cost of the same replies either way.
+        "paired_replies": len(both),
+        "modelled_cost_usd_routing_on": round(cost_on, 8),
+        "modelled_cost_usd_routing_off": round(cost_off, 8),
+        "cost_ratio_on_over_off": round(cost_on / cost_off, 4) if cost_off else None,
+        "cost_lower_share": round(1 - cost_on / cost_off, 4) if cost_off else None,
+    }
+
+
+def server_aggregates(since: datetime | None, until: datetime) -> dict[str, Any] | None:
+    """The server's own per-minute cost aggregates (routing.releases.metrics) over a
+    phase: ``cost`` as modelled and ``baseline_cost``, its all-L3 estimate."""
+    from django.db.models import Sum
+
+    from routing.models import MetricMinute
+
+    if since is None:
+        return None
+    floor = since.replace(second=0, microsecond=0)
+    rows = MetricMinute.objects.filter(minute__gte=floor, minute__lte=until)
+    sums = rows.aggregate(
+        replies=Sum("replies"), cost=Sum("cost"), baseline_cost=Sum("baseline_cost")
+    )
+    cost_sum, baseline = sums["cost"] or 0.0, sums["baseline_cost"] or 0.0
+    return {
+        "replies": sums["replies"] or 0,
+        "cost_usd": round(cost_sum, 8),
+        "baseline_cost_usd": round(baseline, 8),
+        "cost_lower_share_vs_baseline": round(1 - cost_sum / baseline, 4) if baseline else None,
+    }
+
+
+# --- main ---------------------------------------------------------------------------------
+
+
+def _terminate(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def args_parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
+    parser.add_argument("--steps", type=_ints, default=[5, 10, 25, 50, 100, 200])
+    parser.add_argument(
+        "--off-steps",
+        type=_ints,
+        default=[10, 25],
+        help="session counts replayed with routing off (use routing-on step counts)",
+    )
+    parser.add_argument("--messages", type=int, default=3, help="messages per session")
+    # A shopper reads the reply and types the next message: 10-30 s between them.
+    parser.add_argument("--think-min-s", type=float, default=10.0)
+    parser.add_argument("--think-max-s", type=float, default=30.0)
+    parser.add_argument("--reply-timeout-s", type=float, default=90.0)
+    parser.add_argument("--ramp-s", type=float, default=20.0, help="sessions start over this")
+    parser.add_argument("--step-deadline-s", type=float, default=240.0)
+    parser.add_argument("--l3-parallel", type=int, default=4, help="L3 stand-in's slots")
+    parser.add_argument(
+        "--l3-first-token-timeout-ms",
+        type=int,
+        default=15000,
+        help="TIERDESK_L3_FIRST_TOKEN_TIMEOUT_MS for the run (see docs/benchmarks.md)",
+    )
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="a ~2-3 minute smoke run")
+    parser.add_argument("--no-setup", action="store_true", help="skip migrate/seed")
+    parser.add_argument(
+        "--no-warmup",
+        action="store_true",
+        help="no unmeasured warm-up pass (prompt caches, embedder) before each phase",
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.steps, args.off_steps, args.messages = [4, 8], [4], 2
+        args.think_min_s, args.think_max_s, args.ramp_s = 1.0, 2.0, 2.0
+        args.reply_timeout_s, args.step_deadline_s = 60.0, 75.0
+    missing = set(args.off_steps) - set(args.steps)
+    if missing:
+        parser.error(f"--off-steps {sorted(missing)} are not among --steps")
+    return args
+
+
+def overrides(args: argparse.Namespace) -> dict[str, str]:
+    """Settings the bench changes from production defaults, each for a stated reason."""
+    return {
+        # Every shopper connects from 127.0.0.1: a per-IP limit would turn load from
+        # one machine into rate_limited errors that real shoppers never see.
+        "TIERDESK_RATE_PER_IP": "1000000/minute",
+        # The per-session token budget never trips with a few messages, but it must not
+        # change tiers (and so cost) in the routing-off phase either.
+        "TIERDESK_SESSION_TOKEN_BUDGET": "1000000",
+        # The L3 "API" is a CPU llama.cpp server sharing these 2 cores: with the 500 ms
+        # first-token timeout of a hosted API (and the 150 ms hedge) almost every L3
+        # turn would be answered by the local fallback model instead, and routing off
+        # would measure the fallback, not L3. The wait is bounded by this instead.
+        "TIERDESK_L3_FIRST_TOKEN_TIMEOUT_MS": str(args.l3_first_token_timeout_ms),
+        "TIERDESK_L3_HEDGE_MS": "-1",
+        "TIERDESK_L3_READ_TIMEOUT_S": "60",
+        # Queue L3 turns in Tierdesk's priority queue, at the stand-in's slot count.
+        "TIERDESK_REMOTE_CONCURRENCY": str(args.l3_parallel),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = args_parse(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    started_at = datetime.now(UTC)
+    machine = machine_info()
+    bench_overrides = overrides(args)
+    os.environ.update(bench_overrides, TIERDESK_ROUTING="tiered", TIERDESK_L3_MODEL="gpt-4o-mini")
+    os.environ.pop("TIERDESK_L3_API_BASE", None)
+    env = bench_env(warmup=False)
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+
+    database_ensure(env["DATABASE_URL"])
+    redis_flush(env["REDIS_URL"])
+    if not args.no_setup:
+        manage("migrate", "--noinput", "-v", "0")
+        manage("seed_demo")
+
+    import django
+
+    django.setup()
+
+    procs: list[Proc] = []
+    server: DaphneServer | None = None
+    runs: dict[str, dict[int, StepRun]] = {"routing_on": {}, "routing_off": {}}
+    info: dict[str, Any] = {}
+
+    def report_write(*, final: bool) -> dict[str, Any]:
+        report = report_build(
+            final=final,
+            args=args,
+            runs=runs,
+            info=info,
+            machine=machine,
+            started_at=started_at,
+            bench_overrides=bench_overrides,
+        )
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        return report
+
+    try:
+        worker_env = bench_env(warmup=False)
+        procs.append(
+            Proc(
+                "celery",
+                [
+                    str(ROOT / ".venv" / "bin" / "celery"),
+                    "-A",
+                    "chatbot",
+                    "worker",
+                    "--loglevel=WARNING",
+                    "--concurrency=1",
+                ],
+                worker_env,
+            )
+        )
+        log("Celery worker started; waiting for the knowledge base to be ingested...")
+        info["knowledge"] = knowledge_wait(timeout_s=600)
+        log(f"knowledge base: {info['knowledge']}")
+        lifetime = int((len(args.steps) + len(args.off_steps)) * (args.step_deadline_s + 60) + 1200)
+        l3, l3_url = l3_server_start(parallel=args.l3_parallel, lifetime_s=lifetime, env=env)
+        procs.append(l3)
+        os.environ["TIERDESK_L3_API_BASE"] = f"{l3_url}/v1"
+        info["l3_api_base"] = f"{l3_url}/v1"
+        log(f"L3 stand-in ({L3_STANDIN_MODEL}) at {l3_url}")
+
+        pools = message_pools()
+        info["message_pools"] = {tier: len(texts) for tier, texts in pools.items()}
+        log(f"message pools: {info['message_pools']}")
+        plans = {
+            n: sessions_build(sessions=n, messages=args.messages, seed=args.seed, pools=pools)
+            for n in args.steps
+        }
+
+        for phase, routing, steps in (
+            ("routing_on", "tiered", args.steps),
+            ("routing_off", "l3_only", args.off_steps),
+        ):
+            os.environ["TIERDESK_ROUTING"] = routing
+            redis_flush(env["REDIS_URL"])  # no limiter or breaker state carried over
+            server = DaphneServer(free_port())
+            server.start()
+            log(f"{phase}: Daphne (TIERDESK_ROUTING={routing}) on :{server.port}, waiting...")
+            readiness = server.wait_ready()
+            info[f"{phase}_ready_s"] = round(server.ready_s, 1)
+            info.setdefault("readiness", readiness)
+            assert server.proc is not None
+            worker_pids = [procs[0].pid, *descendants(procs[0].pid)]
+            others = {"l3_server": l3.pid, **{f"celery_{i}": p for i, p in enumerate(worker_pids)}}
+            if not args.no_warmup:
+                warm = warmup_build(pools, routing_on=routing == "tiered", quick=args.quick)
+                log(f"{phase}: unmeasured warm-up, {warm.messages} messages...")
+                info[f"{phase}_warmup"] = asyncio.run(warmup_run(warm, port=server.port, args=args))
+                log(f"{phase}: warm-up {info[f'{phase}_warmup']}")
+            phase_started = datetime.now(UTC)
+            for n in steps:
+                run = StepRun(phase=phase, sessions=n, convs=plans[n])
+                run.settle_s = settle([server.proc.pid, l3.pid])
+                meter = CpuMeter(bench_pid=os.getpid(), daphne_pid=server.proc.pid, others=others)
+                log(f"{phase} {n} sessions x {args.messages} messages...")
+                asyncio.run(step_run(run, port=server.port, args=args, meter=meter))
+                runs[phase][n] = run
+                s = step_summary(run)
+                log(
+                    f"{phase} {n}: done {s['done']}/{s['messages_planned']}, errors "
+                    f"{s['errors_by_kind'] or 0}, first chunk p95 all "
+                    f"{s['first_chunk_ms']['all']['p95']} ms, L1 "
+                    f"{s['first_chunk_ms'].get('L1', {}).get('p95')} ms, {s['wall_s']} s"
+                )
+                report_write(final=False)  # a run cut short still leaves its figures
+            server.stop()
+            with contextlib.suppress(OSError):
+                shutil.copyfile(DAPHNE_LOG, LOG_DIR / f"bench-load-daphne-{phase}.log")
+            # Replies are stored (and aggregated) before their done frame is sent.
+            info[f"{phase}_server_aggregates"] = server_aggregates(
+                phase_started, datetime.now(UTC) + timedelta(minutes=1)
+            )
+            server = None
+    finally:
+        if server is not None:
+            server.stop()
+        for proc in reversed(procs):
+            proc.stop()
+
+    report = report_write(final=True)
+    summary_print(report)
+    shown = args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out
+    log(f"wrote {shown}")
+    return 0
+
+
+def report_build(
+    *,
+    final: bool,
+    args: argparse.Namespace,
+    runs: dict[str, dict[int, StepRun]],
+    info: dict[str, Any],
+    machine: dict[str, Any],
+    started_at: datetime,
+    bench_overrides: dict[str, str],
+) -> dict[str, Any]:
+    from django.conf import settings
+
+    on = {n: step_summary(r) for n, r in sorted(runs["routing_on"].items())}
+    off = {n: step_summary(r) for n, r in sorted(runs["routing_off"].items())}
+    passing = [n for n, s in on.items() if step_passes(s)]
+    compared = [
+        comparison(runs["routing_on"][n], runs["routing_off"][n])
+        for n in sorted(runs["routing_off"])
+        if n in runs["routing_on"]
+    ]
+    at_target = on.get(int(TARGETS["sessions"]))
+    largest = compared[-1] if compared else None
+    prices = settings.TIERDESK_MODEL_PRICES
+    verdicts = {
+        "sessions_200_zero_errors": None if at_target is None else at_target["errors"] == 0,
+        "l1_first_chunk_p95_at_200": None
+        if at_target is None or at_target["first_chunk_ms"].get("L1", {}).get("p95") is None
+        else at_target["first_chunk_ms"]["L1"]["p95"] <= TARGETS["l1_first_chunk_p95_ms"],
+        "p95_ratio": None
+        if largest is None or largest["p95_ratio_off_over_on"] is None
+        else largest["p95_ratio_off_over_on"] >= TARGETS["p95_ratio_off_over_on_min"],
+        "cost_lower_share": None
+        if largest is None or largest["cost_lower_share"] is None
+        else largest["cost_lower_share"] >= TARGETS["cost_lower_share_min"],
+    }
+    machine = {**machine, "loadavg_end": list(os.getloadavg())}
+    return {
+        "benchmark": "load",
+        "complete": final,
+        "timestamp": started_at.isoformat(timespec="seconds"),
+        "duration_s": round((datetime.now(UTC) - started_at).total_seconds(), 1),
+        "git_commit": git_commit(),
+        "machine": machine,
+        "command": " ".join(["bash scripts/load.sh", *sys.argv[1:]]),
+        "config": {
+            "steps": args.steps,
+            "off_steps": args.off_steps,
+            "messages_per_session": args.messages,
+            "think_s": [args.think_min_s, args.think_max_s],
+            "reply_timeout_s": args.reply_timeout_s,
+            "ramp_s": args.ramp_s,
+            "step_deadline_s": args.step_deadline_s,
+            "seed": args.seed,
+            "quick": args.quick,
+            "mix": MIX,
+            "message_sources": {
+                "L1": "bench/l1.py MIX (order status, delivery, refund, shipping; EN/ZH) "
+                "with the shopper's own order ids",
+                "L2": "knowledge/eval/questions.jsonl (answerable), those routed to L2",
+                "L3": "routing/eval/heldout.tsv complex_question, those routed to L3",
+            },
+            "message_pools": info.get("message_pools"),
+            "server": "daphne (1 process, models warmed up), PostgreSQL tierdesk_bench, "
+            "Redis db 2 channel layer and shared state, Celery worker (concurrency 1), "
+            "TIERDESK_BOTCHECK=off, DJANGO_DEBUG=false",
+            "routing_off": "TIERDESK_ROUTING=l3_only: Daphne restarted, same sessions replayed",
+            "l3": {
+                "api_base": info.get("l3_api_base"),
+                "served_model_file": L3_STANDIN_MODEL,
+                "priced_as": settings.TIERDESK_L3_MODEL,
+                "parallel_slots": args.l3_parallel,
+                "threads": 2,
+                "note": "a llama.cpp server on the same 2 cores plays the hosted L3 API; "
+                "its replies are priced as the configured L3 model",
+            },
+            "bench_overrides": bench_overrides,
+            "model_prices_usd_per_million": prices,
+            "cost_method": "sum of routing.releases.metrics.cost_of(model, prompt, "
+            "completion) over the done frames of replies answered in both phases, with "
+            "the same TIERDESK_MODEL_PRICES for both; server_aggregates is the server's "
+            "own MetricMinute cost/baseline over each phase, as a cross-check",
+            "knowledge": info.get("knowledge"),
+            "ready_s": {k: v for k, v in info.items() if k.endswith("_ready_s")},
+            "warmup": {k: v for k, v in info.items() if k.endswith("_warmup")},
+        },
+        "routing_on": {str(n): s for n, s in on.items()},
+        "routing_off": {str(n): s for n, s in off.items()},
+        "largest_passing_sessions": max(passing) if passing else None,
+        "passing_steps": passing,
+        "comparison": compared,
+        "server_aggregates": {
+            phase: info.get(f"{phase}_server_aggregates") for phase in ("routing_on", "routing_off")
+        },
+        "targets": TARGETS,
+        "verdicts": verdicts,
+        "notes": [
+            "First chunk: client-side, from sending the message frame to the first chunk "
+            "(or replace) frame; per tier by the tier in the done frame.",
+            "Errors: error frames, reply timeouts, dropped or failed connections, done "
+            "frames not 'complete' or carrying an error, and messages unanswered at the "
+            "step deadline (kind 'deadline'). Fallback answers are not errors; they are "
+            "counted under 'fallbacks'.",
+            "A step passes with 0 errors and L1 first-chunk p95 <= 400 ms.",
+            "Latency percentiles are over answered messages only: where a step hit its "
+            "deadline, the slowest turns are missing, so its p95 is an underestimate "
+            "(the routing-off p95, and so the ratio, err low, not high).",
+            "The machine is shared; 'cores.foreign' is other people's work during a step.",
+        ],
+    }
+
+
+def summary_print(report: dict[str, Any]) -> None:
+    print()
+    print(f"Load test  {report['timestamp']}  commit {report['git_commit'][:10]}")
+    machine = report["machine"]
+    print(
+        f"  machine: {machine['nproc']} cores, load "
+        f"{machine['loadavg_start'][0]:.2f} -> {machine['loadavg_end'][0]:.2f}"
+    )
+    row = "  {:<12} {:>8} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}"
+    print(
+        row.format(
+            "",
+            "sessions",
+            "done",
+            "errors",
+            "L1 p50",
+            "L1 p95",
+            "L2 p95",
+            "L3 p95",
+            "all p95",
+            "wall s",
+        )
+    )
+    for phase in ("routing_on", "routing_off"):
+        for n, s in report[phase].items():
+            fc = s["first_chunk_ms"]
+            print(
+                row.format(
+                    phase,
+                    n,
+                    s["done"],
+                    s["errors"],
+                    str(fc.get("L1", {}).get("p50")),
+                    str(fc.get("L1", {}).get("p95")),
+                    str(fc.get("L2", {}).get("p95")),
+                    str(fc.get("L3", {}).get("p95")),
+                    str(fc["all"]["p95"]),
+                    s["wall_s"],
+                )
+            )
+    print(f"  largest passing session count: {report['largest_passing_sessions']}")
+    for c in report["comparison"]:
+        print(
+            f"  {c['sessions']} sessions: p95 off/on {c['p95_ratio_off_over_on']}, modelled cost "
+            f"{c['cost_lower_share']} lower with routing on ({c['paired_replies']} paired replies)"
+        )
+    print(verdicts_line(report["verdicts"]))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
