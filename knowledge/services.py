@@ -71,10 +71,22 @@ def content_hash_of(*, title: str, language: str, source_format: str, data: byte
 
 
 def _enqueue(document_id: int, *, force: bool = False) -> None:
+    # After commit: the worker must find the row (and the file) we just wrote.
+    transaction.on_commit(lambda: _send(document_id, force))
+
+
+def _send(document_id: int, force: bool) -> None:
+    """Never raises: with the broker down the document is saved and stays pending, and
+    beat's sweep (``ingest_requeue_stale``) enqueues it once the broker is back. A
+    support admin's upload must not fail because Redis restarts."""
     from .tasks import document_ingest_task
 
-    # After commit: the worker must find the row (and the file) we just wrote.
-    document_ingest_task.delay_on_commit(document_id, force)
+    try:
+        document_ingest_task.apply_async(args=[document_id, force], retry=False)
+    except Exception as exc:
+        logger.warning(
+            "broker unavailable, document %s stays pending until the sweep: %s", document_id, exc
+        )
 
 
 def document_save(*, document: Document, force: bool = False) -> Document:

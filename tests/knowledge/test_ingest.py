@@ -235,3 +235,29 @@ def test_the_sweeper_enqueues_again_only_ingestions_with_no_sign_of_life(
     # It is the same idempotent ingestion that runs.
     assert services.document_ingest(document_id=lost.pk).result == "ready"
     assert services.document_ingest(document_id=lost.pk).result == "skipped"
+
+
+def test_an_upload_while_the_broker_is_down_is_saved_and_left_to_the_sweep(
+    django_capture_on_commit_callbacks: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    """The real kombu publish, pointed at a port where no Redis listens (a refused
+    connection, as when Redis is down). The admin's save must not raise."""
+    import socket
+
+    from chatbot.celery import app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"redis://127.0.0.1:{s.getsockname()[1]}/0"
+    publish = document_ingest_task.apply_async
+
+    def to_dead_broker(*args: Any, **kwargs: Any) -> Any:
+        with app.connection_for_write(dead) as conn:
+            return publish(*args, connection=conn, **kwargs)
+
+    monkeypatch.setattr(document_ingest_task, "apply_async", to_dead_broker)
+    with django_capture_on_commit_callbacks(execute=True):
+        doc = make()
+    doc.refresh_from_db()
+    assert doc.status == Document.Status.PENDING
+    assert "stays pending until the sweep" in caplog.text
