@@ -4,7 +4,7 @@
 # all on 127.0.0.1; WebSocket shoppers stepped up to 200 concurrent sessions, then the
 # same mix with routing off. Writes bench/results/load.json.
 # Bounded: fixed session and message counts, every wait and every step has a deadline;
-# about 23 minutes by default on 2 cores (--quick: about 5), capped at 45.
+# about 22 minutes by default on 2 cores (--quick: about 5), capped at 45.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/services.sh >/dev/null
