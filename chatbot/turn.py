@@ -117,7 +117,7 @@ async def turn_stream(
         else:
             async for event in _generate(plan, reply, mark_first, conversation_id):
                 yield event
-                await checkpoint.maybe(reply.text)
+                await checkpoint.maybe(reply)
     except asyncio.CancelledError:
         status = Message.Status.INCOMPLETE
         await asyncio.shield(_store(reply_id, reply, status, plan, received_at))
@@ -323,9 +323,13 @@ class _Checkpoint:
         self.last = float("-inf")  # the first chunk is written at once
         self.stored = ""
 
-    async def maybe(self, text: str) -> None:
+    async def maybe(self, reply: _Reply) -> None:
+        # Called for every chunk: the clock is checked before the text is joined.
         now = time.monotonic()
-        if self.every_s <= 0 or now - self.last < self.every_s or text == self.stored:
+        if self.every_s <= 0 or now - self.last < self.every_s:
+            return
+        text = reply.text
+        if text == self.stored:
             return
         self.last = now
         try:
