@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import HttpRequest
 
 from routing.budgets import session_budget
 
+from .admin_base import ReadOnlyAdmin
 from .models import BotCheck, Conversation, Feedback, Message
 
 
@@ -111,7 +111,7 @@ class MessageAdmin(admin.ModelAdmin):
 
 
 @admin.register(Feedback)
-class FeedbackAdmin(admin.ModelAdmin):
+class FeedbackAdmin(ReadOnlyAdmin):
     """Shoppers' ratings (CSAT), with the tier, intent and release variant they rate."""
 
     list_display = (
@@ -127,15 +127,9 @@ class FeedbackAdmin(admin.ModelAdmin):
     list_filter = ("kind", "satisfied", "tier", "variant")
     readonly_fields = [f.name for f in Feedback._meta.fields]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
 
 @admin.register(BotCheck)
-class BotCheckAdmin(admin.ModelAdmin):
+class BotCheckAdmin(ReadOnlyAdmin):
     """Bot-check verdicts, read-only: what was decided and from which features."""
 
     list_display = ("created_at", "action", "reason", "score", "conversation", "client_id")
@@ -151,9 +145,3 @@ class BotCheckAdmin(admin.ModelAdmin):
         "signals",
         "features",
     )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: BotCheck | None = None) -> bool:
-        return False

@@ -11,6 +11,7 @@ from django.contrib import admin
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 
+from chatbot.admin_base import AuditAdmin, ReadOnlyAdmin
 from routing.models import (
     ClassifierModel,
     GuardrailDecision,
@@ -85,7 +86,7 @@ class RuleAdmin(admin.ModelAdmin):
 
 
 @admin.register(ClassifierModel)
-class ClassifierModelAdmin(admin.ModelAdmin):
+class ClassifierModelAdmin(ReadOnlyAdmin):
     """The trained classifiers (written by the routing.router_retrain task): which
     router version, how many examples, how long training took. Read-only."""
 
@@ -110,12 +111,6 @@ class ClassifierModelAdmin(admin.ModelAdmin):
         "sklearn_version",
         "size_bytes",
     ]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 # --- gray release (routing/releases): drafts are edited here; operating a release
@@ -218,35 +213,17 @@ class ReleaseAdmin(admin.ModelAdmin):
 
 
 @admin.register(ReleaseEvent)
-class ReleaseEventAdmin(admin.ModelAdmin):
+class ReleaseEventAdmin(AuditAdmin):
     """The audit trail: read-only."""
 
     list_display = ["at", "release", "actor", "action", "reason"]
     list_filter = ["action", "actor"]
     search_fields = ["reason", "release__name", "actor"]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
 
 @admin.register(GuardrailDecision)
-class GuardrailDecisionAdmin(admin.ModelAdmin):
+class GuardrailDecisionAdmin(AuditAdmin):
     """Every guardrail evaluation with its numbers: read-only."""
 
     list_display = ["at", "release", "outcome", "summary"]
     list_filter = ["outcome"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False

@@ -206,3 +206,28 @@ def test_releases_report_prints_the_saving_ratio(
     assert report["by_variant"]["stable"]["saving_ratio"] == 1.0
     assert 0.0 < report["all"]["saving_ratio"] < 1.0
     assert set(report["by_tier"]) == {"L1", "L3"}
+
+
+def test_system_written_rows_are_read_only_in_the_admin_and_the_audit_is_never_deleted(
+    admin_user: Any, rf: Any
+) -> None:
+    """Even a superuser can't add or edit ratings, bot verdicts, trained classifiers or
+    the release audit; only the audit is kept from deletion too."""
+    from django.contrib import admin as django_admin
+
+    from chatbot.models import BotCheck, Feedback
+    from routing.models import ClassifierModel, GuardrailDecision
+
+    request = rf.get("/admin/")
+    request.user = admin_user
+    for model, deletable in (
+        (Feedback, True),
+        (BotCheck, True),
+        (ClassifierModel, True),
+        (ReleaseEvent, False),
+        (GuardrailDecision, False),
+    ):
+        model_admin = django_admin.site._registry[model]
+        assert not model_admin.has_add_permission(request), model
+        assert not model_admin.has_change_permission(request), model
+        assert model_admin.has_delete_permission(request) is deletable, model
