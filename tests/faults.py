@@ -4,7 +4,8 @@
 - ``PrivatePostgres``: a throwaway cluster (initdb in a temporary folder, its own port),
   so the machine's PostgreSQL is never touched;
 - ``Daphne``: a real Daphne subprocess that can be killed with SIGKILL and started
-  again on the same port, as a supervisor would.
+  again on the same port, as a supervisor would;
+- ``CeleryWorker``: a real ``celery worker`` subprocess, the same.
 
 Every wait is bounded and everything listens on 127.0.0.1 only.
 """
@@ -16,13 +17,15 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import psycopg
 
-from tests.browser.live import _free_port, _stop, _warm_up, daphne_start
+from tests.browser.live import REPO, _free_port, _stop, _warm_up, daphne_start
 
 PG_BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"))), None)
 
@@ -168,3 +171,47 @@ class Daphne:
         if self.alive():
             assert self.proc is not None
             _stop(self.proc)
+
+
+class CeleryWorker:
+    """``celery -A APP worker`` (one prefork child) in its own process group, logging to
+    ``log``; ``kill9`` takes the children too, and ``start`` runs a new one."""
+
+    def __init__(
+        self, env: dict[str, str], log: Path, *, app: str = "chatbot", extra: Sequence[str] = ()
+    ) -> None:
+        self.env, self.log, self.app, self.extra = env, log, app, list(extra)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        command = [sys.executable, "-m", "celery", "-A", self.app, "worker", *self.extra]
+        command += ["--concurrency=1", "--pool=prefork", "--loglevel=INFO"]
+        command += ["--without-gossip", "--without-mingle"]
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                command,
+                cwd=REPO,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def kill9(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait(timeout=15)
+
+
+def until(predicate: Callable[[], bool], timeout_s: float) -> bool:
+    """Poll ``predicate`` every 0.2 s; False if it never held within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return True
+        except psycopg.OperationalError:
+            pass  # the database is restarting: ask again
+        time.sleep(0.2)
+    return False

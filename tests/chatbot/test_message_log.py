@@ -28,10 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -43,8 +39,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.browser.live import REPO, _manage, _tail, server_env
-from tests.faults import Daphne, PrivatePostgres, PrivateRedis
+from tests.browser.live import _manage, _tail, server_env
+from tests.faults import CeleryWorker, Daphne, PrivatePostgres, PrivateRedis, until
 
 pytestmark = pytest.mark.models
 
@@ -116,34 +112,6 @@ def stack(tmp_path: Path) -> Iterator[tuple[Daphne, PrivatePostgres, PrivateRedi
         pg.destroy()
 
 
-class Worker:
-    """``celery -A chatbot worker -B``, as `make run` starts it, in its own process group."""
-
-    def __init__(self, env: dict[str, str], tmp: Path) -> None:
-        self.env, self.tmp = env, tmp
-        self.log = tmp / "worker.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        command = [sys.executable, "-m", "celery", "-A", "chatbot", "worker", "-B"]
-        command += ["-s", str(self.tmp / "beat-schedule"), "--concurrency=1", "--pool=prefork"]
-        command += ["--loglevel=INFO", "--without-gossip", "--without-mingle"]
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                command,
-                cwd=REPO,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    def kill9(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=15)
-
-
 def _documents(url: str) -> list[tuple[int, str, int, int, int, int]]:
     """Per document: id, status, progress, chunk_count, chunks, distinct positions."""
     with psycopg.connect(url, connect_timeout=10) as conn:
@@ -157,28 +125,16 @@ def _documents(url: str) -> list[tuple[int, str, int, int, int, int]]:
         ]
 
 
-def _until(predicate: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if predicate():
-                return True
-        except psycopg.OperationalError:
-            pass  # the database is restarting: ask again
-        time.sleep(0.2)
-    return False
-
-
 def _faults(
     log: Log,
     daphne: Daphne,
-    worker: Worker,
+    worker: CeleryWorker,
     pg: PrivatePostgres,
     redis: PrivateRedis,
     report: dict[str, Any],
 ) -> Callable[[], None]:
     def wait_for(acked: int) -> None:
-        _until(lambda: log.count() >= acked, 300)
+        until(lambda: log.count() >= acked, 300)
 
     def run() -> None:
         try:
@@ -187,13 +143,11 @@ def _faults(
             redis.stop()
             time.sleep(REDIS_DOWN_S)  # messages keep flowing without Redis
             redis.start()
-            report["channel_layer_back"] = _until(
-                lambda: "bzpopmin" in redis.blocked_commands(), 30
-            )
+            report["channel_layer_back"] = until(lambda: "bzpopmin" in redis.blocked_commands(), 30)
             log.phase = "celery"
             worker.start()
             # Killed while it embeds a document (some progress, not finished).
-            report["worker_killed_mid_ingest"] = _until(
+            report["worker_killed_mid_ingest"] = until(
                 lambda: any(d[1] == "ingesting" and d[2] > 0 for d in _documents(pg.url)), 180
             )
             worker.kill9()
@@ -285,7 +239,9 @@ def test_nothing_acknowledged_is_lost_or_duplicated_through_redis_celery_postgre
     stack: tuple[Daphne, PrivatePostgres, PrivateRedis], model_files: None, tmp_path: Path
 ) -> None:
     daphne, pg, redis = stack
-    worker = Worker(daphne.env, tmp_path)
+    # Beat inside the worker, as `make run` starts it: the sweep finds lost ingestions.
+    beat = ["-B", "-s", str(tmp_path / "beat-schedule")]
+    worker = CeleryWorker(daphne.env, tmp_path / "worker.log", extra=beat)
     daphne.start()
     log, report = Log(), dict[str, Any]()
     run = _faults(log, daphne, worker, pg, redis, report)
@@ -295,7 +251,7 @@ def test_nothing_acknowledged_is_lost_or_duplicated_through_redis_celery_postgre
         asyncio.run(_shoppers(daphne, log))
         faults.join(timeout=120)
         # The worker finishes the knowledge base: every document, each chunk once.
-        ready = _until(lambda: all(d[1] == "ready" for d in _documents(pg.url)), 300)
+        ready = until(lambda: all(d[1] == "ready" for d in _documents(pg.url)), 300)
         documents = _documents(pg.url)
     finally:
         worker.kill9()

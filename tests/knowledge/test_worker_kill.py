@@ -5,13 +5,9 @@ an idempotent, atomic ingestion). Real Redis broker, real PostgreSQL test databa
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.db import connection
@@ -19,12 +15,15 @@ from django.db import connection
 from knowledge import services
 from knowledge.models import Chunk, Document
 from knowledge.tasks import document_ingest_task
+from tests.faults import CeleryWorker, until
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _worker(queue: str, log: Path) -> subprocess.Popen[bytes]:
+def _worker(queue: str, log: Path) -> CeleryWorker:
+    """The test app (tests/knowledge/celery_worker.py) on a queue of its own, against
+    the test database."""
     settings_db = connection.settings_dict
     url = (
         f"postgres://{settings_db['USER']}"
@@ -41,44 +40,14 @@ def _worker(queue: str, log: Path) -> subprocess.Popen[bytes]:
         HF_HUB_OFFLINE="1",
         PYTHONPATH=str(ROOT),
     )
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "tests.knowledge.celery_worker",
-            "worker",
-            "-Q",
-            queue,
-            "--concurrency=1",
-            "--pool=prefork",
-            "--loglevel=INFO",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: kill -9 takes the children too
+    extra = ["-Q", queue, "--without-heartbeat"]
+    return CeleryWorker(env, log, app="tests.knowledge.celery_worker", extra=extra)
+
+
+def _wait(predicate: Callable[[], bool], timeout_s: float, what: str, log: Path) -> None:
+    assert until(predicate, timeout_s), (
+        f"timed out waiting for {what}; worker log:\n{log.read_text()[-3000:]}"
     )
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
-
-
-def _wait(predicate: Any, timeout_s: float, what: str, log: Path) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; worker log:\n{log.read_text()[-3000:]}")
 
 
 def test_kill_9_mid_ingest_then_restart_ends_ready_without_missing_or_duplicate_chunks(
@@ -97,8 +66,8 @@ def test_kill_9_mid_ingest_then_restart_ends_ready_without_missing_or_duplicate_
     )
     queue = f"kb-test-{uuid.uuid4().hex[:8]}"
     log = tmp_path / "worker.log"
-    first = _worker(queue, log)
-    second = None
+    worker = _worker(queue, log)
+    worker.start()
     try:
         document_ingest_task.apply_async(args=[doc.pk, False], queue=queue)
         # Kill it once it is visibly embedding (some progress, not finished).
@@ -110,11 +79,11 @@ def test_kill_9_mid_ingest_then_restart_ends_ready_without_missing_or_duplicate_
             "ingestion to start",
             log,
         )
-        _kill(first)
+        worker.kill9()
         stuck = Document.objects.get(pk=doc.pk)
         assert stuck.status == "ingesting" and stuck.progress_done < stuck.progress_total
         assert not Chunk.objects.filter(document=doc).exists()  # nothing half-written
-        second = _worker(queue, log)
+        worker.start()  # a new worker: the broker hands it the unacknowledged task
         _wait(
             lambda: Document.objects.filter(pk=doc.pk, status="ready").exists(),
             150,
@@ -122,9 +91,7 @@ def test_kill_9_mid_ingest_then_restart_ends_ready_without_missing_or_duplicate_
             log,
         )
     finally:
-        _kill(first)
-        if second is not None:
-            _kill(second)
+        worker.kill9()
     doc.refresh_from_db()
     positions = list(
         Chunk.objects.filter(document=doc).order_by("position").values_list("position", flat=True)
