@@ -678,6 +678,15 @@ class BareEngine:
 # --- WebSocket shoppers -------------------------------------------------------------------
 
 
+def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds a process has used (utime + stime); None if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (float(fields[11]) + float(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class CpuMeter:
     """Who used the cores while each side ran (the machine is shared).
 
@@ -696,17 +705,18 @@ class CpuMeter:
         self.wall = dict.fromkeys(self.SIDES, 0.0)
         self.core_s = {side: dict.fromkeys(["foreign", *self.pids], 0.0) for side in self.SIDES}
         self._mark: dict[str, float] | None = None
-        self._tick = float(os.sysconf("SC_CLK_TCK"))
 
     def _read(self) -> dict[str, float] | None:
         try:
             fields = [float(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:9]]
             out = {"total": sum(fields), "busy": sum(fields) - fields[3] - fields[4]}
-            for name, pid in self.pids.items():
-                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                out[name] = float(stat[11]) + float(stat[12])  # utime + stime, in ticks
         except (OSError, ValueError, IndexError):
             return None
+        for name, pid in self.pids.items():
+            used = process_cpu_s(pid)
+            if used is None:
+                return None
+            out[name] = used
         return out
 
     def start(self) -> None:
@@ -719,7 +729,7 @@ class CpuMeter:
         # /proc/stat counts all CPUs: the share of its total, times the core count.
         cores = os.cpu_count() or 1
         busy = (now["busy"] - mark["busy"]) / (now["total"] - mark["total"]) * cores * wall_s
-        own = {name: (now[name] - mark[name]) / self._tick for name in self.pids}
+        own = {name: now[name] - mark[name] for name in self.pids}
         self.core_s[side]["foreign"] += max(0.0, busy - sum(own.values()))
         for name, value in own.items():
             self.core_s[side][name] += value

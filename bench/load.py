@@ -69,6 +69,7 @@ from bench.l1 import (
     manage,
     pct,
     prefix_warmup_build,
+    process_cpu_s,
     process_group_stop,
     redis_flush,
     scenarios_build,
@@ -182,23 +183,15 @@ def knowledge_wait(timeout_s: float) -> dict[str, Any]:
     return {"statuses": dict(statuses), "waited_s": round(time.perf_counter() - started, 1)}
 
 
-def cpu_s(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (float(fields[11]) + float(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
 def settle(pids: list[int], max_s: float = SETTLE_MAX_S) -> float:
     """Wait until the server side is idle (turns of an earlier step that hit its
     deadline may still be running), at least SETTLE_S and at most ``max_s``."""
     started = time.perf_counter()
     time.sleep(SETTLE_S)
     while time.perf_counter() - started < max_s:
-        before = sum(cpu_s(p) for p in pids)
+        before = sum(process_cpu_s(p) or 0.0 for p in pids)
         time.sleep(1.0)
-        if sum(cpu_s(p) for p in pids) - before < 0.15:
+        if sum(process_cpu_s(p) or 0.0 for p in pids) - before < 0.15:
             break
     return round(time.perf_counter() - started, 1)
 
