@@ -67,6 +67,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     rate_key: str
     bot: BotSession
     queue: asyncio.Queue[tuple[int, float]]
+    queued: set[int]  # message ids this connection has queued or answered
     worker: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
@@ -82,6 +83,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.conversation_id = conversation.pk
         self.rate_key = str(conversation.public_id)  # unique across databases (rate limits)
         self.queue = asyncio.Queue()
+        self.queued = set()
         self.bot = BotSession.open()
         await self.accept()
         history = await database_sync_to_async(selectors.conversation_history)(
@@ -155,7 +157,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._on_bot_refused(frame, bot_verdict)
             return
         try:
-            message, created = await database_sync_to_async(message_store_checked)(
+            stored = await database_sync_to_async(message_store_checked)(
                 conversation_id=self.conversation_id,
                 client_id=frame.client_id,
                 text=frame.text,
@@ -176,15 +178,21 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 }
             )
             return
+        message = stored.message
+        # A resend of a stored message is answered only if nothing answered it yet and
+        # this connection hasn't queued it already (the widget resends what it hasn't
+        # seen acked; the ack may have been lost with a killed process).
+        answer = stored.created or (stored.unanswered and message.pk not in self.queued)
         await self.send_json(
             {
                 "type": "ack",
                 "id": frame.client_id,
                 "message_id": message.pk,
-                "duplicate": not created,
+                "duplicate": not stored.created,
+                "answering": answer,
             }
         )
-        if not created:
+        if not answer:
             return
         # Rate limits (docs/resilience.md): the message is stored; it is not answered.
         client = self.scope.get("client") or [None]
@@ -216,6 +224,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 }
             )
             return
+        self.queued.add(message.pk)
         self.queue.put_nowait((message.pk, received_at))
 
     async def _on_bot_refused(self, frame: MessageFrame, verdict: Verdict) -> None:

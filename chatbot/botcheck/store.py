@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -28,9 +29,19 @@ def verdict_record(
     )
 
 
+@dataclass(frozen=True)
+class Stored:
+    message: Message
+    created: bool
+    # A resend of a message stored earlier that has no reply yet: the process that
+    # stored it died between the ack and the reply (Daphne killed, a deploy). The
+    # resend is the only signal the shopper is still waiting, so it is answered now.
+    unanswered: bool
+
+
 def message_store_checked(
     *, conversation_id: int, client_id: str, text: str, verdict: Verdict | None
-) -> tuple[Message, bool]:
+) -> Stored:
     """Store an allowed message and its verdict in one thread hop and one transaction:
     the verdict's INSERT shares the message's commit (one fsync, not two), which keeps
     what the bot check adds per message small (bench/bot.py)."""
@@ -45,7 +56,8 @@ def message_store_checked(
                 verdict=verdict,
                 message_id=message.pk,
             )
-    return message, created
+    unanswered = not created and not Message.objects.filter(reply_to_id=message.pk).exists()
+    return Stored(message=message, created=created, unanswered=unanswered)
 
 
 def botcheck_purge(*, now: datetime | None = None) -> int:

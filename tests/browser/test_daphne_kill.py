@@ -110,3 +110,76 @@ def test_kill_9_mid_reply_then_the_widget_reconnects_to_the_stored_conversation(
     after = _rows(database_url)
     assert [(r[0], r[2]) for r in after] == [("user", "received"), ("bot", "incomplete")]
     assert after[0][1] == QUESTION and after[1][1] == log[1]["text"]
+
+
+OUTBOX_QUESTION = "Do you ship to Canada?"
+
+
+def test_a_message_typed_while_the_server_is_down_survives_a_reload_and_is_sent_once(
+    browser_tools: str, server: tuple[Daphne, str], model_files: None
+) -> None:
+    """Issue #19: the widget's own resend logic. The shopper types while Daphne is dead
+    and reloads before it is back; the unsent message must still be on screen, go out
+    with its old client id once the server is back, be stored once and be answered."""
+    daphne, database_url = server
+    daphne.start()
+    node = subprocess.Popen(
+        [
+            *(browser_tools, str(SCRIPT), "--base", daphne.url, "--scenario", "outbox"),
+            *("--question", OUTBOX_QUESTION, "--timeout-ms", "150000"),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert node.stdout is not None
+        seen: list[str] = []
+        for line in node.stdout:
+            seen.append(line)
+            if line.strip() == "KILL-NOW":
+                daphne.kill9()
+            elif line.strip() == "START-NOW":
+                break
+        assert seen and seen[-1].strip() == "START-NOW", f"{seen[-3:]}\n{_tail(daphne.log)}"
+        # Nothing reached the server while it was down.
+        assert _rows_for(database_url, OUTBOX_QUESTION) == []
+        daphne.start(warm_up=False)
+        out, err = node.communicate(timeout=NODE_TIMEOUT_S)
+    finally:
+        if node.poll() is None:
+            node.kill()
+            node.wait(timeout=10)
+    results = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    result = results[-1] if results else {}
+    assert result.get("ok"), f"{result.get('error') or result}\n{err[-2000:]}\n{_tail(daphne.log)}"
+    assert result["before_reload"]["status"] == "pending"
+    assert result["before_reload"]["note"], "the bubble says it was not sent"
+    # After the reload the message is still on screen, still waiting to be sent.
+    assert result["after_reload"]["status"] == "pending"
+    assert OUTBOX_QUESTION in result["after_reload"]["text"]
+    log = result["log"]
+    assert [m["role"] for m in log[-2:]] == ["user", "bot"]
+    assert log[-2]["text"] == OUTBOX_QUESTION and log[-2]["status"] == "sent"
+    assert sum(m["text"] == OUTBOX_QUESTION for m in log) == 1
+    assert result["outbox_left"] == []  # acked: nothing left to resend
+    # Stored exactly once, and answered.
+    rows = _rows_for(database_url, OUTBOX_QUESTION)
+    assert [(r[0], r[1]) for r in rows] == [("user", OUTBOX_QUESTION), ("bot", rows[1][1])]
+    assert rows[1][2] == "complete" and rows[1][1].strip()
+
+
+def _rows_for(database_url: str, text: str) -> list[tuple[str, str, str]]:
+    """The shopper message with this text and the replies to it, in order."""
+    with psycopg.connect(database_url, connect_timeout=10) as conn:
+        return [
+            (r[0], r[1], r[2])
+            for r in conn.execute(
+                "SELECT role, text, status FROM chatbot_message WHERE id IN "
+                "(SELECT id FROM chatbot_message WHERE role = 'user' AND text = %s) "
+                "OR reply_to_id IN (SELECT id FROM chatbot_message WHERE role = 'user' "
+                "AND text = %s) ORDER BY id",
+                (text, text),
+            ).fetchall()
+        ]

@@ -8,7 +8,8 @@
 // Scenarios: desktop (ask, stream, finish, resume after reload, reconnect),
 // phone (390x844 layout), keyboard (keyboard-only use), killed (the server dies in the
 // middle of a reply: prints KILL-NOW once a chunk is on screen, for the test to kill -9
-// Daphne and start it again on the same port, then waits for the widget to come back).
+// Daphne and start it again on the same port, then waits for the widget to come back),
+// outbox (a message typed while the server is down survives a reload and is sent once).
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -67,6 +68,9 @@ async function launch(viewport) {
       "--no-first-run",
       "--disable-component-update",
       "--disable-sync",
+      // The outbox scenario serves its reload from the first load's responses; Chromium
+      // then treats the page as public and blocks its socket to 127.0.0.1.
+      "--disable-features=LocalNetworkAccessChecks",
     ],
   });
   context.setDefaultTimeout(TIMEOUT);
@@ -374,7 +378,90 @@ async function killed() {
   return result;
 }
 
-const scenarios = { desktop, phone, keyboard, killed };
+// The server is down when the shopper types; they reload the page before it is back.
+// Prints KILL-NOW once the first reply is done (the test kills Daphne), and START-NOW
+// once the reloaded page shows the unsent message (the test starts Daphne again).
+async function outbox() {
+  const result = { scenario: "outbox" };
+  const { context, close } = await launch({ width: 1280, height: 800 });
+  const lastUser = `const u = [...root.querySelectorAll(".msg.user")].pop();
+     return u ? { text: u.querySelector(".text")?.textContent ?? u.textContent, status: u.dataset.status,
+       note: u.querySelector(".note")?.textContent || null } : null;`;
+  try {
+    const page = context.pages()[0] || (await context.newPage());
+    watchPage(page, result);
+    // The shop's page and the widget's files come from the shop's own web server, which
+    // stays up while Tierdesk is down; here Daphne serves both, so the reload is served
+    // from what the first load received. The chat socket is never intercepted.
+    const served = new Map();
+    page.on("response", async (r) => {
+      if (r.request().method() === "GET" && r.ok()) {
+        served.set(r.url(), { status: r.status(), headers: r.headers(), body: await r.body().catch(() => null) });
+      }
+    });
+    await page.goto(opts.base + "/", { waitUntil: "load" });
+    await openWidget(page);
+    await ask(page, "hello");
+    result.first = await waitReply(page, 0);
+    await page.evaluate(() => (window.__td.states = []));
+    process.stdout.write("KILL-NOW\n");
+    await page.waitForFunction(() => window.__td.states.includes("reconnecting"), null, { timeout: TIMEOUT });
+    await ask(page, opts.question);
+    result.before_reload = await shadow(page, lastUser);
+    await page.route((url) => url.protocol.startsWith("http"), (route) => {
+      const hit = served.get(route.request().url());
+      return hit && hit.body ? route.fulfill(hit) : route.abort("connectionrefused");
+    });
+    await page.reload({ waitUntil: "domcontentloaded" });
+    await page.waitForFunction(
+      (sel) => {
+        const root = document.querySelector(sel)?.shadowRoot;
+        return root && root.querySelector('.msg.user[data-status="pending"]');
+      },
+      HOST,
+      { timeout: TIMEOUT },
+    );
+    result.after_reload = await shadow(page, lastUser);
+    process.stdout.write("START-NOW\n");
+    // Back: the message goes out with its old id, is acked and answered.
+    await page
+      .waitForFunction(
+      (sel) => {
+        const root = document.querySelector(sel).shadowRoot;
+        const msgs = [...root.querySelectorAll(".msg:not(.greeting)")];
+        const last = msgs[msgs.length - 1];
+        return !root.querySelector('.msg.user[data-status="pending"]') && last &&
+          last.classList.contains("bot") && last.dataset.tier;
+      },
+      HOST,
+      { timeout: TIMEOUT },
+      )
+      .catch(async (e) => {
+        const seen = await shadow(page, `return root.querySelector(".log").innerText;`);
+        const states = await page.evaluate(() => window.__td.states);
+        throw new Error(
+          `${e.message}\nsockets: ${result.ws_urls.length}; states: ${states}\nconsole: ${result.console_errors.slice(-5)}\n` +
+            `frames: ${JSON.stringify(result.frames.slice(-6))}\nlog: ${seen}`,
+        );
+      });
+    result.log = await shadow(
+      page,
+      `return [...root.querySelectorAll(".msg:not(.greeting)")].map((n) =>
+         ({ role: n.classList.contains("user") ? "user" : "bot", status: n.dataset.status,
+            text: (n.querySelector(".text") || n).textContent }));`,
+    );
+    result.outbox_left = await page.evaluate(() =>
+      Object.keys(localStorage).filter((k) => k.startsWith("tierdesk:outbox:") && localStorage.getItem(k)),
+    );
+    if (opts.screenshot) await page.screenshot({ path: opts.screenshot });
+    result.ok = true;
+  } finally {
+    await close();
+  }
+  return result;
+}
+
+const scenarios = { desktop, phone, keyboard, killed, outbox };
 const run = scenarios[opts.scenario];
 if (!run) throw new Error(`unknown scenario ${opts.scenario}`);
 try {

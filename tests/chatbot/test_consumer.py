@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from chatbot.asgi import application
@@ -101,8 +102,42 @@ async def test_message_stored_before_reply_and_resend_not_duplicated(
     await send(comm, "hi there", "same-id")
     again = await comm.receive_json_from()
     assert again["duplicate"] is True and again["message_id"] == ack["message_id"]
+    assert again["answering"] is False  # answered already: no second reply
     assert await comm.receive_nothing(timeout=0.3)
     assert await Message.objects.filter(role="user").acount() == 1
+    await comm.disconnect()
+
+
+async def test_a_stored_message_nothing_answered_is_answered_when_resent(
+    seeded_shop: None, fake_models: Any
+) -> None:
+    """Issue #19: a server that dies between storing a message (and maybe acking it) and
+    starting its reply leaves it stored with no reply. The widget resends what it never
+    saw acked; the resend is the shopper still waiting, so it is answered, once."""
+    from chatbot.services import message_store
+
+    comm, hello = await connect()
+    await comm.disconnect()
+    conversation = await Conversation.objects.aget(session_key=hello["session"])
+    # What the dead process left: the message stored, nothing more.
+    await database_sync_to_async(message_store)(
+        conversation_id=conversation.pk, client_id="orphan", text="hello"
+    )
+    comm, _ = await connect(session=hello["session"])
+    await send(comm, "hello", "orphan")
+    ack = await comm.receive_json_from()
+    assert ack["type"] == "ack" and ack["duplicate"] is True and ack["answering"] is True
+    _, done = await until_done(comm)
+    assert done["type"] == "done"
+    reply = await Message.objects.aget(pk=done["message_id"])
+    assert reply.reply_to_id == ack["message_id"]
+    # Resent again (the ack was lost once more): stored once, answered once.
+    await send(comm, "hello", "orphan")
+    again = await comm.receive_json_from()
+    assert again["duplicate"] is True and again["answering"] is False
+    assert await comm.receive_nothing(timeout=0.3)
+    assert await Message.objects.filter(role="user").acount() == 1
+    assert await Message.objects.filter(role="bot").acount() == 1
     await comm.disconnect()
 
 

@@ -209,11 +209,15 @@ async def _shopper(n: int, daphne: Daphne, log: Log) -> None:
                     session = hello["session"]
                     log.sessions.append(session)
                 for i in range(1, MAX_MESSAGES + 1):
-                    if i > MESSAGES and log.faults_done.is_set():
-                        break
                     cid = f"s{n}-m{i}"
                     if cid in log.acked:
                         continue
+                    # Stop starting new messages once the faults are over, but never
+                    # abandon one already sent: a message sent before a reconnect and
+                    # not yet acknowledged is resent until it is (issue #19: the old
+                    # check came first and dropped such a message after Daphne's restart).
+                    if i > MESSAGES and log.faults_done.is_set() and cid not in log.ids:
+                        break
                     log.ids.add(cid)
                     for _ in range(30):  # resends, bounded
                         frame = {"type": "message", "id": cid, "text": TEXTS[i % len(TEXTS)]}

@@ -222,6 +222,13 @@
         /* storage blocked: the conversation lasts as long as the page */
       }
     },
+    remove(key) {
+      try {
+        localStorage.removeItem(key);
+      } catch {
+        /* storage blocked */
+      }
+    },
   };
 
   class TierdeskChat extends HTMLElement {
@@ -265,7 +272,39 @@
       } catch {
         /* no storage */
       }
+      this._restoreOutbox();
       if (this.hasAttribute("open") || wasOpen) this.open({ focus: false });
+    }
+
+    // --- outbox: messages typed but not acked survive a reload -------------------------
+    // Without it, a shopper who reloads while the server is down (or before the ack)
+    // loses what they typed, though the bubble said "not sent yet". Each message keeps
+    // its client id, so a resend after the reload is still stored at most once.
+
+    _saveOutbox() {
+      // The bot-check features go along: the behaviour that preceded the message is its
+      // evidence, signed again with the nonce of whichever socket sends it.
+      const items = [...this._pending].map(([id, p]) => ({ id, text: p.text, f: p.f || null }));
+      if (items.length) store.set(this._key("outbox"), JSON.stringify(items));
+      else store.remove(this._key("outbox"));
+    }
+
+    _restoreOutbox() {
+      if (this._pending.size) return;
+      let items = [];
+      try {
+        items = JSON.parse(store.get(this._key("outbox")) || "[]");
+      } catch {
+        items = [];
+      }
+      for (const item of Array.isArray(items) ? items : []) {
+        if (!item || typeof item.id !== "string" || typeof item.text !== "string") continue;
+        const node = this._userBubble(item.text, { "data-client-id": item.id, "data-status": "pending" });
+        this._note(node, this._t.notSent);
+        const f = Array.isArray(item.f) && item.f.every(Number.isInteger) ? item.f : null;
+        this._pending.set(item.id, { text: item.text, node, f });
+        this._append(node);
+      }
     }
 
     disconnectedCallback() {
@@ -750,16 +789,20 @@
       const p = this._pending.get(f.id);
       if (!p) return;
       this._pending.delete(f.id);
+      this._saveOutbox();
       const mid = String(f.message_id ?? "");
+      // Servers before "answering" answered only new messages.
+      const answering = f.answering ?? !f.duplicate;
       // A re-sent message the server already had is in the history we just drew.
       if (f.duplicate && mid && this._log.querySelector(`[data-message-id="${CSS.escape(mid)}"]`)) {
         p.node.remove();
+        if (answering) this._enqueue({ type: "waiting" });
         return;
       }
       p.node.setAttribute("data-status", "sent");
       if (mid) p.node.setAttribute("data-message-id", mid);
       p.node.querySelector(".note")?.remove();
-      if (!f.duplicate) this._enqueue({ type: "waiting" });
+      if (answering) this._enqueue({ type: "waiting" });
     }
 
     _submit() {
@@ -777,6 +820,7 @@
       const node = this._userBubble(text, { "data-client-id": id, "data-status": "pending" });
       const p = { text, node, f: botcheck.take() };
       this._pending.set(id, p);
+      this._saveOutbox();
       this._append(node);
       this._stick = true;
       this._scrollToEnd(true);
@@ -821,6 +865,7 @@
       if (!p) return;
       if (f.code === "bot_refused" || f.code === "bot_check_required") {
         this._pending.delete(f.reply_to);
+        this._saveOutbox();
         p.node.setAttribute("data-status", "refused");
         return;
       }
