@@ -1,5 +1,5 @@
 # The two commands: `make run` (the product, embedded default) and `make test` (the suite).
-.PHONY: setup run test lint services bench load pytest eval-router bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot
+.PHONY: setup run test lint services bench load pytest eval-router bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails
 
 setup:
 	bash scripts/setup.sh
@@ -38,6 +38,11 @@ bench-rag: setup services
 # Router accuracy on the labelled held-out set (routing/eval/heldout.tsv; docs/routing.md).
 eval-router: setup
 	bash scripts/eval-router.sh
+
+# Guardrail rollback rules on simulated gray releases, no database (bench/results/guardrails.json;
+# docs/releases.md, "Guardrails").
+bench-guardrails: setup
+	.venv/bin/python -m bench.guardrails
 
 # Router decision time + training time, and prompt compression (bench/results/*.json).
 bench-router: setup

@@ -479,7 +479,8 @@ TIERDESK_RELEASE_GUARD_LATENCY_MIN_MS = env_float("TIERDESK_RELEASE_GUARD_LATENC
 TIERDESK_RELEASE_GUARD_ERROR_PP = env_float("TIERDESK_RELEASE_GUARD_ERROR_PP", 0.5)
 TIERDESK_RELEASE_GUARD_CSAT_PP = env_float("TIERDESK_RELEASE_GUARD_CSAT_PP", 2.0)
 # The statistical gate: minimum sample per variant, one-sided two-proportion z-test at
-# ALPHA, and this many breaching evaluations in a row before the rollback.
+# ALPHA, and this many breaches of one check in a row before the rollback, counted over
+# the evaluations where that check had its sample (only a pass with data resets).
 TIERDESK_RELEASE_MIN_REPLIES = env_int("TIERDESK_RELEASE_MIN_REPLIES", 200)
 TIERDESK_RELEASE_MIN_RATINGS = env_int("TIERDESK_RELEASE_MIN_RATINGS", 100)
 TIERDESK_RELEASE_ALPHA = env_float("TIERDESK_RELEASE_ALPHA", 0.01)

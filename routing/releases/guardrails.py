@@ -12,6 +12,7 @@ Checks, each "insufficient" (below the minimum sample: it can't trip), "pass" or
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -197,3 +198,20 @@ def evaluate(
     checks.append(_errors(candidate, stable, cfg))
     checks.append(_csat(candidate_csat, stable_csat, cfg))
     return Evaluation(checks)
+
+
+def streaks_update(streaks: Mapping[str, int], statuses: Mapping[str, str]) -> dict[str, int]:
+    """Each check's breaches since it last passed with data, after one more evaluation.
+
+    A breach adds one; a pass (the check had its minimum sample and was within limits)
+    clears it; "not enough data", or no check of that name this time, changes nothing:
+    an evaluation that could not see the metric is no evidence that it recovered.
+    Only checks with a breach pending are kept.
+    """
+    out = dict(streaks)
+    for name, status in statuses.items():
+        if status == BREACH:
+            out[name] = out.get(name, 0) + 1
+        elif status == PASS:
+            out.pop(name, None)
+    return {name: n for name, n in out.items() if n > 0}

@@ -41,7 +41,8 @@ class Release(models.Model):
     # When the candidate reached max_weight (promotion waits a hold time after it).
     at_max_since = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # Guardrail breaches in a row (a rollback needs TIERDESK_RELEASE_BREACHES_TO_ROLLBACK).
+    # The longest per-check breach streak (GuardrailDecision.numbers["streaks"]); a
+    # rollback needs TIERDESK_RELEASE_BREACHES_TO_ROLLBACK. Display only: not read back.
     breach_streak = models.PositiveSmallIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -23,7 +23,7 @@ from django.db import IntegrityError, transaction
 from . import clock
 from .assignment import baseline_ensure, buckets_moved
 from .config import config_parse
-from .guardrails import BREACH, Evaluation, GuardSettings, evaluate
+from .guardrails import BREACH, Evaluation, GuardSettings, evaluate, streaks_update
 from .metrics import window_by_tier, window_read
 from .models import CANDIDATE, STABLE, GuardrailDecision, Release, ReleaseEvent
 
@@ -384,6 +384,33 @@ def _decision(
     )
 
 
+def _streaks_before(release: Release, now: datetime) -> dict[str, int]:
+    """Each check's breaches since it last passed with data, before this evaluation.
+
+    Every decision stores them (``numbers["streaks"]``, and what they were before it in
+    ``streaks_before``). A second evaluation in the same minute (a duplicate beat, a
+    ``routing.release_check`` on demand) starts from where the minute's first one did,
+    so one minute counts once. A release whose decisions predate the stored streaks has
+    them rebuilt once from the checks of all its decisions."""
+    decisions = GuardrailDecision.objects.filter(release=release)
+    last = decisions.order_by("-at", "-id").only("at", "numbers").first()
+    if last is None:
+        return {}
+    same_minute = clock.minute_floor(last.at) == clock.minute_floor(now)
+    stored = last.numbers.get("streaks_before" if same_minute else "streaks")
+    if isinstance(stored, dict):
+        return {str(k): int(v) for k, v in stored.items()}
+    streaks: dict[str, int] = {}
+    for numbers in decisions.order_by("at", "id").values_list("numbers", flat=True):
+        checks = numbers.get("checks") or []
+        streaks = streaks_update(streaks, {c["name"]: c["status"] for c in checks})
+    return streaks
+
+
+def _pending(streaks: dict[str, int], needed: int) -> str:
+    return "breach " + ", ".join(f"{name} {n} of {needed}" for name, n in sorted(streaks.items()))
+
+
 def release_tick(*, now: datetime | None = None) -> dict[str, Any]:
     """One beat: evaluate the running candidate, then promote it or step its weight."""
     now = now or clock.now()
@@ -405,22 +432,32 @@ def release_check(*, release_id: int, now: datetime | None = None) -> dict[str, 
         if release.status != Release.Status.RUNNING:
             return {"outcome": "not_running", "status": release.status}
         evaluation = release_evaluate(release=release, stable=stable, now=now)
-        breaches = evaluation.breaches
-        if breaches:
-            release.breach_streak += 1
+        needed = settings.TIERDESK_RELEASE_BREACHES_TO_ROLLBACK
+        before = _streaks_before(release, now)
+        streaks = streaks_update(before, {c.name: c.status for c in evaluation.checks})
+        extra = {"streaks": streaks, "streaks_before": before}
+        longest = max(streaks.values(), default=0)
+        if release.breach_streak != longest:
+            release.breach_streak = longest
             release.save(update_fields=["breach_streak", "updated_at"])
-            needed = settings.TIERDESK_RELEASE_BREACHES_TO_ROLLBACK
-            if release.breach_streak < needed:
+        if evaluation.breaches:
+            fired = sorted(name for name, n in streaks.items() if n >= needed)
+            if not fired:
                 _decision(
                     release,
                     stable,
                     at=now,
                     outcome=GuardrailDecision.Outcome.BREACH,
-                    summary=f"breach {release.breach_streak} of {needed}: {evaluation.summary()}",
+                    summary=f"{_pending(streaks, needed)}: {evaluation.summary()}",
                     evaluation=evaluation,
+                    extra=extra,
                 )
-                return {"outcome": BREACH, "streak": release.breach_streak}
-            summary = evaluation.summary()
+                return {"outcome": BREACH, "streak": longest, "streaks": streaks}
+            summary = (
+                f"rollback rule: {fired[0]} breached in {streaks[fired[0]]} evaluations in a row "
+                f"that had its minimum sample (limit {needed}; only a pass with data resets); "
+                f"{evaluation.summary()}"
+            )
             decision = _decision(
                 release,
                 stable,
@@ -428,6 +465,7 @@ def release_check(*, release_id: int, now: datetime | None = None) -> dict[str, 
                 outcome=GuardrailDecision.Outcome.ROLLBACK,
                 summary=summary,
                 evaluation=evaluation,
+                extra=extra | {"rule": {"check": fired[0], "breaches": streaks[fired[0]]}},
             )
             release_rollback(
                 release_id=release.pk,
@@ -437,9 +475,6 @@ def release_check(*, release_id: int, now: datetime | None = None) -> dict[str, 
                 reason=f"guardrail decision #{decision.pk}: {summary}",
             )
             return {"outcome": "rollback", "decision": decision.pk}
-        if release.breach_streak:
-            release.breach_streak = 0
-            release.save(update_fields=["breach_streak", "updated_at"])
         hold = timedelta(minutes=settings.TIERDESK_RELEASE_PROMOTE_HOLD_MIN)
         ready = (
             settings.TIERDESK_RELEASE_AUTO_PROMOTE
@@ -447,6 +482,8 @@ def release_check(*, release_id: int, now: datetime | None = None) -> dict[str, 
             and release.at_max_since is not None
             and now - release.at_max_since >= hold
             and evaluation.healthy_with_data
+            # A breach neither confirmed nor cleared by a pass with data waits.
+            and not streaks
         )
         if ready:
             summary = f"held at {release.weight}% for {hold}; {evaluation.summary()}"
@@ -457,6 +494,7 @@ def release_check(*, release_id: int, now: datetime | None = None) -> dict[str, 
                 outcome=GuardrailDecision.Outcome.PROMOTE,
                 summary=summary,
                 evaluation=evaluation,
+                extra=extra,
             )
             release_promote(
                 release_id=release.pk,
@@ -470,13 +508,17 @@ def release_check(*, release_id: int, now: datetime | None = None) -> dict[str, 
             if any(c.status != "insufficient" for c in evaluation.checks)
             else GuardrailDecision.Outcome.INSUFFICIENT
         )
+        summary = evaluation.summary()
+        if streaks:
+            summary = f"{_pending(streaks, needed)}; {summary}"
         _decision(
             release,
             stable,
             at=now,
             outcome=outcome,
-            summary=evaluation.summary(),
+            summary=summary,
             evaluation=evaluation,
+            extra=extra,
         )
         step = _schedule_step(release, now)
     return {"outcome": str(outcome), "weight": step}

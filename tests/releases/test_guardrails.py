@@ -9,7 +9,14 @@ from __future__ import annotations
 import math
 import random
 
-from routing.releases.guardrails import BREACH, INSUFFICIENT, PASS, GuardSettings, evaluate
+from routing.releases.guardrails import (
+    BREACH,
+    INSUFFICIENT,
+    PASS,
+    GuardSettings,
+    evaluate,
+    streaks_update,
+)
 from routing.releases.metrics import HIST_SIZE, Window, hist_above, hist_add, hist_quantile
 from routing.releases.stats import two_proportion_worse
 
@@ -152,3 +159,20 @@ def test_per_tier_latency_catches_a_regression_the_mix_hides() -> None:
     assert statuses["latency:L3"] == PASS
     assert statuses["latency:all"] == PASS  # the mix-weighted p95 alone would miss it
     assert statuses["csat"] == INSUFFICIENT
+
+
+def test_streaks_count_breaches_until_a_pass_with_data() -> None:
+    s = streaks_update({}, {"latency:all": BREACH, "errors": PASS})
+    assert s == {"latency:all": 1}
+    # Not enough latency data this time: no evidence either way, the breach stays.
+    s = streaks_update(s, {"latency:all": INSUFFICIENT, "errors": PASS, "csat": PASS})
+    assert s == {"latency:all": 1}
+    # A check missing altogether (no replies in that tier) changes nothing either.
+    s = streaks_update(s, {"errors": PASS})
+    assert s == {"latency:all": 1}
+    s = streaks_update(s, {"latency:all": BREACH, "latency:L1": BREACH})
+    assert s == {"latency:all": 2, "latency:L1": 1}
+    # A pass with data clears that check only.
+    assert streaks_update(s, {"latency:all": PASS, "latency:L1": INSUFFICIENT}) == {"latency:L1": 1}
+    # Another check's breach does not add to this one's streak.
+    assert streaks_update({"csat": 1}, {"errors": BREACH}) == {"csat": 1, "errors": 1}

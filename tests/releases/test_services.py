@@ -158,3 +158,117 @@ def test_beat_runs_the_tick_task(settings: Any) -> None:
     assert "routing.release_tick" in app.tasks and "routing.release_check" in app.tasks
     # Run as the worker would: with no candidate it does nothing and says so.
     assert app.tasks["routing.release_tick"]() == {"outcome": "no_candidate"}
+
+
+def _seeing(statuses: dict[str, str]) -> Any:
+    """A stand-in for ``release_evaluate`` whose checks come out with these statuses."""
+    from routing.releases.guardrails import Check, Evaluation
+
+    evaluation = Evaluation([Check(name, status) for name, status in statuses.items()])
+    return lambda **_: evaluation
+
+
+def _beats(
+    monkeypatch: Any, release_clock: FakeClock, statuses: list[dict[str, str]]
+) -> list[dict[str, Any]]:
+    """One beat per item, a minute apart, with the guardrail seeing exactly these
+    check statuses (the statistics are tests/releases/test_guardrails.py's)."""
+    outcomes = []
+    for item in statuses:
+        monkeypatch.setattr(services, "release_evaluate", _seeing(item))
+        release_clock.advance(minutes=1)
+        outcomes.append(services.release_tick())
+    return outcomes
+
+
+B, P, N = "breach", "pass", "insufficient"
+
+
+def test_an_evaluation_without_the_data_does_not_reset_a_breach(
+    staff: dict[str, Any], release_clock: FakeClock, monkeypatch: Any
+) -> None:
+    """Issue #19: a latency breach, then a beat where the latency sample dipped below the
+    minimum while the error check (all replies) passed: that beat used to count as a
+    pass and wipe the breach. Now only a pass of the breaching check itself resets it."""
+    release = new_candidate(staff["operator"])
+    outcomes = _beats(
+        monkeypatch,
+        release_clock,
+        [
+            {"latency:all": B, "errors": P, "csat": P},
+            {"latency:all": N, "errors": P, "csat": P},
+            {"latency:all": B, "errors": P, "csat": P},
+        ],
+    )
+    assert [o["outcome"] for o in outcomes] == ["breach", "pass", "rollback"]
+    release.refresh_from_db()
+    assert release.status == Release.Status.ROLLED_BACK
+    decisions = list(GuardrailDecision.objects.filter(release=release).order_by("at", "id"))
+    assert [d.numbers["streaks"] for d in decisions] == [
+        {"latency:all": 1},
+        {"latency:all": 1},
+        {"latency:all": 2},
+    ]
+    # The summaries say what is pending and which rule fired.
+    assert decisions[1].summary.startswith("breach latency:all 1 of 2;")
+    rollback = decisions[-1]
+    assert rollback.numbers["rule"] == {"check": "latency:all", "breaches": 2}
+    assert rollback.summary.startswith("rollback rule: latency:all breached in 2 evaluations")
+    reason = ReleaseEvent.objects.get(release=release, action="rollback").reason
+    assert f"decision #{rollback.pk}" in reason and "rollback rule: latency:all" in reason
+
+
+def test_a_pass_with_data_resets_and_other_checks_do_not_add_up(
+    staff: dict[str, Any], release_clock: FakeClock, monkeypatch: Any
+) -> None:
+    release = new_candidate(staff["operator"])
+    outcomes = _beats(
+        monkeypatch,
+        release_clock,
+        [
+            {"latency:all": B, "errors": P},
+            {"latency:all": P, "errors": P},  # the check had data and passed: reset
+            {"latency:all": B, "errors": P},
+            {"latency:all": P, "errors": B},  # a different check's first breach
+            {"latency:all": P, "errors": P},
+        ],
+    )
+    assert [o["outcome"] for o in outcomes] == ["breach", "pass", "breach", "breach", "pass"]
+    release.refresh_from_db()
+    assert release.status == Release.Status.RUNNING and release.breach_streak == 0
+
+
+def test_a_second_evaluation_in_the_same_minute_counts_once(
+    staff: dict[str, Any], release_clock: FakeClock, monkeypatch: Any
+) -> None:
+    new_candidate(staff["operator"])
+    monkeypatch.setattr(services, "release_evaluate", _seeing({"latency:all": B, "errors": P}))
+    release_clock.advance(minutes=1)
+    assert services.release_tick()["outcome"] == "breach"
+    assert services.release_tick()["outcome"] == "breach"  # a duplicate beat
+    release_clock.advance(minutes=1)
+    assert services.release_tick()["outcome"] == "rollback"
+
+
+def test_a_pending_breach_holds_the_promotion(
+    staff: dict[str, Any], release_clock: FakeClock, monkeypatch: Any, settings: Any
+) -> None:
+    settings.TIERDESK_RELEASE_PROMOTE_HOLD_MIN = 0
+    release = new_candidate(staff["operator"])
+    services.release_weight_set(
+        release_id=release.pk, weight=50, user=staff["operator"], reason="at the ceiling"
+    )
+    # latency:L1 breached once, then had no sample: not confirmed, not cleared.
+    outcomes = _beats(
+        monkeypatch,
+        release_clock,
+        [{"latency:all": P, "latency:L1": B, "errors": P}, {"latency:all": P, "errors": P}],
+    )
+    assert [o["outcome"] for o in outcomes] == ["breach", "pass"]
+    # The next beat would promote but for the pending breach; once latency:L1 has its
+    # sample again and passes, it does.
+    monkeypatch.setattr(
+        services, "release_evaluate", _seeing({"latency:all": P, "latency:L1": P, "errors": P})
+    )
+    release_clock.advance(minutes=1)
+    assert services.release_tick()["outcome"] == "promote"

@@ -17,11 +17,11 @@ frame); ratings are deterministic shares per variant, not random draws, so the e
 case cannot roll back on a coin flip.
 
 Settings kept at their defaults: start 10%, +5% every 2 h, guardrail margins
-(+15% p95, +0.5 pp errors, -2 pp CSAT), alpha 0.01, two breaches in a row, promotion
-after a 2 h hold. Settings scaled to the simulated traffic (30 sessions per 20
-minutes instead of a shop's thousands): minimum sample 20 replies / 20 ratings per
-variant, a 120-minute latency window and a 20% ceiling (instead of 50%, which takes
-16 simulated hours to reach).
+(+15% p95, +0.5 pp errors, -2 pp CSAT), alpha 0.01, two breaches of one check in a row
+among the evaluations where it had its sample, promotion after a 2 h hold. Settings
+scaled to the simulated traffic (30 sessions per 20 minutes instead of a shop's
+thousands): minimum sample 20 replies / 20 ratings per variant, a 120-minute latency
+window and a 20% ceiling (instead of 50%, which takes 16 simulated hours to reach).
 """
 
 from __future__ import annotations
@@ -214,9 +214,34 @@ async def test_latency_regression_is_frozen_and_rolled_back(
     assert check["candidate"] >= check["threshold"] >= check["stable"] * 1.15 - 1e-4
     assert check["n_candidate"] >= 20 and check["p_value"] < check["alpha"]
     assert "csat" not in breached and "errors" not in breached
-    # Within the configured windows: two breaching beats after the minimum sample,
-    # well before the schedule reached its ceiling.
-    assert timeline[-1][0] <= 6 * 60 and max(w for _, w, _ in timeline) <= 15
+    # The rule (issue #19): rolled back at the second evaluation in which the breaching
+    # latency check had its minimum sample, both of them breaches. The candidate's share
+    # of 30 sessions a round hovers around the minimum of 20, so beats without the
+    # sample come in between; they neither count nor reset the streak (they used to
+    # count as passes whenever CSAT or errors had data, and a 3x regression ran to 20%).
+    fired = decision.numbers["rule"]["check"]
+    assert fired in breached and decision.numbers["streaks"][fired] == 2
+    decisions = [
+        d async for d in GuardrailDecision.objects.filter(release=release).order_by("at", "id")
+    ]
+    sampled = [
+        (d, c["status"])
+        for d in decisions
+        for c in d.numbers["checks"]
+        if c["name"] == fired and c["status"] != "insufficient"
+    ]
+    assert [status for _, status in sampled] == ["breach", "breach"]
+    assert sampled[-1][0] == decision == decisions[-1]
+    # So within the configured windows, well before promotion (6 h). The schedule steps
+    # to 20% at the 4 h beat, after evaluating: a rollback at that beat or earlier never
+    # served 20%. The old assertion "never above 15%" in every run was wrong: it needs the
+    # latency sample twice by 4 h, which the random share of sessions denies in about
+    # 1.4% of runs whatever the rule (bench/guardrails.py, test regime:
+    # latency_sample_twice_by_240min_plus200pct_test); it holds whenever the sample came.
+    minute = timeline[-1][0]
+    assert minute <= 6 * 60
+    if minute <= 4 * 60:
+        assert max(w for _, w, _ in timeline) <= 15
     actions = [
         (e.actor, e.action)
         async for e in ReleaseEvent.objects.filter(release=release).order_by("at", "id")
