@@ -18,6 +18,7 @@ lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy .
+	.venv/bin/lint-imports
 
 bench: setup
 	bash scripts/bench.sh

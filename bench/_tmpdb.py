@@ -23,7 +23,7 @@ def django_on_temp_sqlite(*, shop: bool) -> Iterator[None]:
         TIERDESK_ENV="test",
         TIERDESK_WARMUP_ON_START="false",
         HF_HUB_OFFLINE="1",
-        DJANGO_SETTINGS_MODULE="chatbot.settings",
+        DJANGO_SETTINGS_MODULE="config.settings",
     )
     try:
         import django

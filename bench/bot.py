@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.store_only:
         # Child of --postgres: DATABASE_URL names the scratch database.
         os.environ.update(TIERDESK_WARMUP_ON_START="false", CELERY_BROKER_URL="memory://")
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatbot.settings")
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
         import django
         from django.core.management import call_command
 

@@ -62,11 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         from chatbot.dialogue import Dialogue, TurnContext, order_facts
         from chatbot.orders.backends import get_order_service
         from chatbot.orders.models import Order
-        from chatbot.replies import template_get, template_render
         from inference import compress
         from inference.guard import guard_check
         from inference.prompts import L1_COMPRESSED_MAX_CHARS, facts_line, l1_question
         from inference.registry import get_backend
+        from routing.templates import template_get, template_render
 
         service = get_order_service()
         orders = list(Order.objects.select_related("customer").order_by("id"))

@@ -39,7 +39,7 @@ def sessions_generate(*, per_kind: int, seed: int) -> list[dict[str, Any]]:
 def django_setup() -> None:
     # The policy is passed explicitly (BotSession(mode="enforce")); only the default
     # thresholds come from settings. Nothing else in the environment is changed.
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatbot.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("TIERDESK_WARMUP_ON_START", "false")
     import django
 

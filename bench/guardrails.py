@@ -5,7 +5,7 @@
 Pure simulation, no database and no server: per-minute traffic for both variants
 (Poisson arrivals with a daily swing, candidate share = the schedule's weight, a tier
 mix, lognormal first-chunk latencies, errors and ratings) goes into the release
-metrics' own histograms (``routing.releases.metrics``); every beat reads sliding
+metrics' own histograms (``releases.metrics``); every beat reads sliding
 windows the way ``services.release_evaluate`` does (the minutes ``now - window`` ..
 ``now``, never before the start) and runs the production ``guardrails.evaluate``.
 
@@ -54,9 +54,9 @@ OLD, NEW = "old_consecutive2", "data_streak2"  # today's rule, and the one chose
 
 
 def _django() -> None:
-    """routing.releases.metrics imports its model; the settings load, nothing connects."""
+    """releases.metrics imports its model; the settings load, nothing connects."""
     os.environ.update(
-        DJANGO_SETTINGS_MODULE="chatbot.settings",
+        DJANGO_SETTINGS_MODULE="config.settings",
         TIERDESK_ENV="test",
         DATABASE_URL="",
         REDIS_URL="",
@@ -166,7 +166,7 @@ def _traffic(
 ) -> dict[str, np.ndarray]:
     """Per-minute cumulative aggregates, shape (minutes + 1, ...) so a window is a
     difference. Variant 0 is stable, 1 the candidate."""
-    from routing.releases.metrics import HIST_SIZE, LATENCY_BOUNDS_MS
+    from releases.metrics import HIST_SIZE, LATENCY_BOUNDS_MS
 
     bounds = np.asarray(LATENCY_BOUNDS_MS)
     n_tiers = len(regime.tiers)
@@ -230,7 +230,7 @@ def _traffic(
 def _window(
     rep: np.ndarray, err: np.ndarray, hist: np.ndarray, v: int, k: int | None = None
 ) -> Any:
-    from routing.releases.metrics import Window
+    from releases.metrics import Window
 
     if k is None:
         return Window(
@@ -242,8 +242,8 @@ def _window(
 def simulate(regime: Regime, regression_pct: float, seed: int, minutes: int) -> Iterator[Beat]:
     """The guardrail's statuses at every beat of one release, as they come (never
     stopped here: each rule decides when it would have been)."""
-    from routing.releases.guardrails import INSUFFICIENT, GuardSettings, evaluate
-    from routing.releases.metrics import Window
+    from releases.guardrails import INSUFFICIENT, GuardSettings, evaluate
+    from releases.metrics import Window
 
     cfg = GuardSettings(
         min_replies=regime.min_replies, min_ratings=regime.min_ratings, alpha=regime.alpha
@@ -323,7 +323,7 @@ class Consecutive(Rule):
 class DataStreak(Rule):
     """Per check: K breaches with no pass of that check in between; a beat where the
     check had no data neither counts nor resets (the production rule:
-    ``routing.releases.guardrails.streaks_update``)."""
+    ``releases.guardrails.streaks_update``)."""
 
     def __init__(self, k: int = 2) -> None:
         self.k = k
@@ -337,7 +337,7 @@ class DataStreak(Rule):
         self.streaks: dict[str, int] = {}
 
     def step(self, statuses: dict[str, str]) -> bool:
-        from routing.releases.guardrails import streaks_update
+        from releases.guardrails import streaks_update
 
         self.streaks = streaks_update(self.streaks, statuses)
         return max(self.streaks.values(), default=0) >= self.k

@@ -211,7 +211,7 @@ def bench_env(*, warmup: bool) -> dict[str, str]:
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",
         TIERDESK_WARMUP_ON_START="true" if warmup else "false",
-        DJANGO_SETTINGS_MODULE="chatbot.settings",
+        DJANGO_SETTINGS_MODULE="config.settings",
         PYTHONUNBUFFERED="1",
     )
     return env
@@ -277,7 +277,7 @@ class DaphneServer:
                 "127.0.0.1",
                 "-p",
                 str(self.port),
-                "chatbot.asgi:application",
+                "config.asgi:application",
             ],
             cwd=ROOT,
             env=bench_env(warmup=True),
@@ -445,7 +445,8 @@ def prompts_plan(scenarios: list[Scenario]) -> dict[str, Any]:
     Also times the plan itself (router, order lookup, prompt building and compression:
     everything the server does before the model starts), as part of first-chunk latency.
     """
-    from chatbot.dialogue import Dialogue, TurnContext, language_of
+    from chatbot.dialogue import Dialogue, TurnContext
+    from knowledge.text import language_detect
 
     times: list[float] = []
     cpu_times: list[float] = []
@@ -455,7 +456,7 @@ def prompts_plan(scenarios: list[Scenario]) -> dict[str, Any]:
                 for msg in conv.messages:
                     ctx = TurnContext(
                         text=msg.text,
-                        language=language_of(msg.text),
+                        language=language_detect(msg.text),
                         state={},
                         customer_id=conv.customer_id,
                         history=[],
@@ -516,8 +517,8 @@ def pre_model_bench(scenario: Scenario) -> dict[str, Any]:
 
 def router_bench(*, seed: int, count: int, warmup: int) -> dict[str, Any]:
     """Router decision time in-process over the L1 mix (distinct order ids)."""
-    from chatbot.dialogue import language_of
     from chatbot.orders.models import Order
+    from knowledge.text import language_detect
     from routing.router import route_message
 
     rng = random.Random(seed + 1)
@@ -528,13 +529,13 @@ def router_bench(*, seed: int, count: int, warmup: int) -> dict[str, Any]:
         kind, _lang, text, _w = rng.choices(MIX, weights=weights)[0]
         texts.append((kind, text.format(oid=rng.choice(order_ids))))
     for _kind, text in texts[:warmup]:
-        route_message(text=text, language=language_of(text))
+        route_message(text=text, language=language_detect(text))
     times: list[float] = []
     cpu_times: list[float] = []
     matched = 0
     tiers: Counter[str] = Counter()
     for kind, text in texts[warmup:]:
-        language = language_of(text)
+        language = language_detect(text)
         started, cpu_started = time.perf_counter(), time.thread_time()
         decision = route_message(text=text, language=language)
         times.append((time.perf_counter() - started) * 1000)

@@ -53,7 +53,7 @@ def summary(values: list[float]) -> dict[str, float]:
 
 
 def setup_django(redis_url: str) -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatbot.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ["TIERDESK_WARMUP_ON_START"] = "false"
     os.environ["TIERDESK_STATE_REDIS_URL"] = redis_url
     os.environ["TIERDESK_STATE_PREFIX"] = f"bench-l3-{uuid.uuid4().hex[:8]}"

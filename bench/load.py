@@ -7,7 +7,7 @@ What runs, all on 127.0.0.1:
 
 - PostgreSQL (database ``tierdesk_bench``, migrated and seeded) and Redis db 2 (flushed:
   channel layer, Celery broker, shared limits/breaker/cache state);
-- a Celery worker (``celery -A chatbot worker``), which also ingests the seeded
+- a Celery worker (``celery -A config worker``), which also ingests the seeded
   knowledge base before anything is measured;
 - the L3 "remote API": a real llama.cpp server (``tests/l3/serve_model.py``, xllamacpp's
   OpenAI-compatible listener) serving the local Qwen2.5-0.5B GGUF in its own process;
@@ -403,7 +403,7 @@ def latency(values: list[float]) -> dict[str, Any]:
 
 
 def cost(sample: Sample) -> float:
-    from routing.releases.metrics import cost_of
+    from releases.metrics import cost_of
 
     return cost_of(sample.model, sample.prompt_tokens, sample.completion)
 
@@ -499,11 +499,11 @@ def comparison(on: StepRun, off: StepRun) -> dict[str, Any]:
 
 
 def server_aggregates(since: datetime | None, until: datetime) -> dict[str, Any] | None:
-    """The server's own per-minute cost aggregates (routing.releases.metrics) over a
+    """The server's own per-minute cost aggregates (releases.metrics) over a
     phase: ``cost`` as modelled and ``baseline_cost``, its all-L3 estimate."""
     from django.db.models import Sum
 
-    from routing.models import MetricMinute
+    from releases.models import MetricMinute
 
     if since is None:
         return None
@@ -646,7 +646,7 @@ def main(argv: list[str] | None = None) -> int:
                 [
                     str(ROOT / ".venv" / "bin" / "celery"),
                     "-A",
-                    "chatbot",
+                    "config",
                     "worker",
                     "--loglevel=WARNING",
                     "--concurrency=1",
@@ -806,7 +806,7 @@ def report_build(
             },
             "bench_overrides": bench_overrides,
             "model_prices_usd_per_million": prices,
-            "cost_method": "sum of routing.releases.metrics.cost_of(model, prompt, "
+            "cost_method": "sum of releases.metrics.cost_of(model, prompt, "
             "completion) over the done frames of replies answered in both phases, with "
             "the same TIERDESK_MODEL_PRICES for both; server_aggregates is the server's "
             "own MetricMinute cost/baseline over each phase, as a cross-check",

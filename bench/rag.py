@@ -48,7 +48,7 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 def setup_django() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatbot.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.update(
         DATABASE_URL=os.environ.get("TIERDESK_BENCH_DATABASE_URL", DB_URL),
         REDIS_URL=os.environ.get("TIERDESK_BENCH_REDIS_URL", REDIS_URL),

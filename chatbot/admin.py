@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from routing.budgets import session_budget
+from routing.admin_base import ReadOnlyAdmin
 
-from .admin_base import ReadOnlyAdmin
+from .budgets import session_budget
 from .models import BotCheck, Conversation, Feedback, Message
 
 

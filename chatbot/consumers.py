@@ -22,12 +22,11 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
-from routing.limits import message_admit
-
 from . import selectors, services
 from .botcheck import BotSession, Verdict
 from .botcheck.store import message_store_checked, verdict_record
 from .feedback import FeedbackError, feedback_rate
+from .limits import message_admit
 from .orders.identity import ShopperTokenError, shopper_token_verify
 from .protocol import (
     IdentifyFrame,

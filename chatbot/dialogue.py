@@ -30,13 +30,14 @@ from chatbot.orders.types import (
     OrderService,
     OrderServiceError,
 )
-from chatbot.replies import placeholders, template_get, template_get_exact, template_render
 from inference.base import GenerationRequest
 from inference.context import history_select
 from inference.prompts import EXAMPLE_FACTS, SYSTEM_PROMPT, chat_messages, l1_prompt
 from inference.sanitize import prompt_sanitize
 from routing import types as rt
+from routing.order_ids import order_id_find
 from routing.router import route_message
+from routing.templates import placeholders, template_get, template_get_exact, template_render
 
 logger = logging.getLogger(__name__)
 
@@ -149,15 +150,10 @@ class TurnContext:
     # Set when the shopper verified in this turn, with how ("email" / "name_zip").
     verified: Customer | None = None
     verified_method: str = ""
-    # From the session's release (routing/releases): the router's clarify threshold
+    # From the session's release (releases): the router's clarify threshold
     # (None: the setting) and the reply templates' version ("" : the plain keys).
     clarify_threshold: float | None = None
     prompt_version: str = ""
-
-
-def language_of(text: str) -> str:
-    cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
-    return "zh" if cjk and cjk * 3 >= len(text.replace(" ", "")) * 1 else "en"
 
 
 def _norm_reply(text: str) -> str:
@@ -603,17 +599,12 @@ class Dialogue:
         return "; ".join(parts)
 
 
-_ORDER_ID = re.compile(r"#?\b[Ww](\d{7})\b")
-
-
 def _find_order_id(text: str) -> str:
-    match = _ORDER_ID.search(text) or re.search(r"(?<![A-Za-z0-9])#?[Ww](\d{7})(?!\d)", text)
-    return f"#W{match.group(1)}" if match else ""
+    return order_id_find(text) or ""
 
 
 def _display_id(order_id: str) -> str:
-    found = _find_order_id(order_id)
-    return found or order_id[:20]
+    return order_id_find(order_id) or order_id[:20]
 
 
 def _greeting_key(text: str) -> str:

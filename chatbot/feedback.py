@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
-from routing.releases import clock
-from routing.releases.metrics import rating_record
-from routing.releases.models import STABLE
+from releases import clock
+from releases.metrics import rating_record
+from releases.models import STABLE
 
 from .models import Feedback, Message
 

@@ -71,10 +71,10 @@ class Message(models.Model):
     route_reason = models.JSONField(default=dict, blank=True)
     model = models.CharField(max_length=120, blank=True)
     # Bot replies: the gray-release variant ("stable"/"candidate") and the release that
-    # served them (routing/releases).
+    # served them (releases).
     variant = models.CharField(max_length=64, blank=True)
     release = models.ForeignKey(
-        "routing.Release", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "releases.Release", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
@@ -127,7 +127,7 @@ class Feedback(models.Model):
     intent = models.CharField(max_length=64, blank=True)
     variant = models.CharField(max_length=64, blank=True)
     release = models.ForeignKey(
-        "routing.Release", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "releases.Release", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     # The metrics minute it was first counted in (a change adjusts that minute).
     minute = models.DateTimeField()

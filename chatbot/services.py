@@ -12,12 +12,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from routing.releases.assignment import release_assign
-from routing.releases.config import ReleaseConfig
-from routing.releases.metrics import ReplyFacts, reply_record
-from routing.releases.models import STABLE
+from knowledge.text import language_detect
+from releases.assignment import release_assign
+from releases.config import ReleaseConfig
+from releases.metrics import ReplyFacts, reply_record
+from releases.models import STABLE
 
-from .dialogue import Dialogue, ReplyPlan, TurnContext, language_of
+from .dialogue import Dialogue, ReplyPlan, TurnContext
 from .models import Conversation, Message
 from .selectors import conversation_recent_turns
 
@@ -82,7 +83,7 @@ def message_store(*, conversation_id: int, client_id: str, text: str) -> tuple[M
                 client_id=client_id,
                 text=text,
                 status=Message.Status.RECEIVED,
-                language=language_of(text),
+                language=language_detect(text),
             )
             Conversation.objects.filter(pk=conversation_id).update(updated_at=timezone.now())
         return message, True
@@ -99,7 +100,7 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[ReplyPlan, int]
     assignment = release_assign(session=str(conversation.public_id))
     ctx = TurnContext(
         text=message.text,
-        language=message.language or language_of(message.text),
+        language=message.language or language_detect(message.text),
         state=dict(conversation.state or {}),
         customer_id=conversation.customer_id,
         history=conversation_recent_turns(

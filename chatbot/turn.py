@@ -28,9 +28,9 @@ from inference.guard import GuardVerdict, StreamGuard
 from inference.leak import REFUSAL
 from inference.registry import get_backend
 from inference.resilience import LEAK, RESTART, StreamInfo, model_stream
-from routing.budgets import session_status
 
 from . import services
+from .budgets import session_status
 from .dialogue import ReplyPlan
 from .models import Message
 

@@ -1,8 +1,8 @@
-"""The operator console and the Prometheus endpoint (thin views over routing.releases).
+"""The operator console and the Prometheus endpoint (thin views over releases).
 
-Who may do what (routing/releases/permissions.py): the console needs
-``routing.view_release_metrics`` (the "operators" group); operating a release needs
-``routing.operate_release``; creating a draft ``routing.add_release``. Shoppers are
+Who may do what (releases/permissions.py): the console needs
+``releases.view_release_metrics`` (the "operators" group); operating a release needs
+``releases.operate_release``; creating a draft ``releases.add_release``. Shoppers are
 never Django users, so they get the login page or a 403, never data.
 
 Every operation is two POSTs: the first shows what will happen (which buckets move,
@@ -25,12 +25,12 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from routing.releases import clock
-from routing.releases import services as releases
-from routing.releases.assignment import buckets_moved
-from routing.releases.metrics import Window
-from routing.releases.models import Release
-from routing.releases.selectors import dashboard, release_overview
+from releases import clock
+from releases import services as releases
+from releases.assignment import buckets_moved
+from releases.metrics import Window
+from releases.models import Release
+from releases.selectors import dashboard, release_overview
 
 from .charts import fmt_ms, fmt_pct, fmt_usd, line_chart
 
@@ -126,7 +126,7 @@ def _row(name: str, w: Window) -> list[str]:
 
 @require_GET
 @login_required
-@permission_required("routing.view_release_metrics", raise_exception=True)
+@permission_required("releases.view_release_metrics", raise_exception=True)
 def console(request: HttpRequest) -> HttpResponse:
     try:
         hours = int(request.GET.get("hours", "6"))
@@ -150,8 +150,8 @@ def console(request: HttpRequest) -> HttpResponse:
         "drafts": drafts,
         "hours": hours,
         "hours_choices": HOURS_CHOICES,
-        "can_operate": request.user.has_perm("routing.operate_release"),
-        "can_create": request.user.has_perm("routing.add_release"),
+        "can_operate": request.user.has_perm("releases.operate_release"),
+        "can_create": request.user.has_perm("releases.add_release"),
         "new_form": NewReleaseForm(),
         "schedule": {
             "start": settings.TIERDESK_RELEASE_START_WEIGHT,
@@ -218,7 +218,7 @@ def _run(
 @require_POST
 @login_required
 def release_action(request: HttpRequest, release_id: int, action: str) -> HttpResponse:
-    if not request.user.has_perm("routing.operate_release"):
+    if not request.user.has_perm("releases.operate_release"):
         raise PermissionDenied("operating a release needs the operators' permission")
     release = get_object_or_404(Release, pk=release_id)
     back = HttpResponseRedirect(reverse("operators:console"))
@@ -258,7 +258,7 @@ def release_action(request: HttpRequest, release_id: int, action: str) -> HttpRe
 
 @require_POST
 @login_required
-@permission_required("routing.add_release", raise_exception=True)
+@permission_required("releases.add_release", raise_exception=True)
 def release_new(request: HttpRequest) -> HttpResponse:
     form = NewReleaseForm(request.POST)
     if not form.is_valid():
@@ -286,7 +286,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
     user with the console permission. Anyone else gets 401/403 and no numbers."""
     from prometheus_client import CONTENT_TYPE_LATEST
 
-    from routing.releases.prom import exposition
+    from releases.prom import exposition
 
     token = settings.TIERDESK_METRICS_TOKEN
     header = request.headers.get("Authorization", "")
@@ -295,7 +295,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
             return _unauthorized()
     elif not request.user.is_authenticated:
         return _unauthorized()
-    elif not request.user.has_perm("routing.view_release_metrics"):
+    elif not request.user.has_perm("releases.view_release_metrics"):
         raise PermissionDenied("metrics are for operators")
     return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)
 

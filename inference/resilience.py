@@ -6,7 +6,7 @@ In order:
    control and format characters are stripped from completion prompts, and the
    system message gets the canary note (``prompts.canary_note``).
 2. **Priority queue**: the turn waits for one of the role's model slots
-   (``routing.limits.model_slot``, VIP weight 3 against 1).
+   (``inference.queue.model_slot``, VIP weight 3 against 1).
 3. **Response cache**: an exact-match hit streams the stored reply; personal data and
    the no-cache switch bypass it (``inference.cache``).
 4. **The large tier** (``large_stream``), when the role is ``large`` and it is not
@@ -283,7 +283,7 @@ async def model_stream(
     personal: bool = False,
     no_cache: bool = False,
 ) -> AsyncGenerator[GenerationChunk, None]:
-    from routing.limits import model_slot
+    from inference.queue import model_slot
 
     backend = get_backend(role)
     real_role = resolve_role(role)

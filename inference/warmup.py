@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -47,8 +48,16 @@ class Readiness:
 READINESS = Readiness()
 
 
-def warmup_run(*, roles: list[str] | None = None, requests: int | None = None) -> Readiness:
-    """Load and warm every role's backend; idempotent per process."""
+def warmup_run(
+    *,
+    roles: list[str] | None = None,
+    requests: int | None = None,
+    preload: Sequence[Callable[[], object]] = (),
+) -> Readiness:
+    """Load and warm every role's backend; idempotent per process.
+
+    ``preload``: what the layers above want loaded before the first shopper's turn
+    (the router's classifier); they pass it in, so inference imports none of them."""
     state = READINESS
     if state.ready.is_set():
         return state
@@ -56,17 +65,13 @@ def warmup_run(*, roles: list[str] | None = None, requests: int | None = None) -
     count = settings.TIERDESK_WARMUP_REQUESTS if requests is None else requests
     done: set[str] = set()
     try:
-        if roles is None:
-            # The router's classifier trains from the database on first use; do it now
-            # rather than inside the first shopper's turn.
-            from routing.router import router_snapshot_get
+        for load in preload:
+            load()
+        if roles is None and settings.TIERDESK_L1_COMPRESSION:
+            # spaCy + jieba load in ~3 s: not in the first L1 turn either.
+            from inference.compress import compress_warm_up
 
-            router_snapshot_get()
-            if settings.TIERDESK_L1_COMPRESSION:
-                # spaCy + jieba load in ~3 s: not in the first L1 turn either.
-                from inference.compress import compress_warm_up
-
-                compress_warm_up()
+            compress_warm_up()
         for role in roles if roles is not None else settings.TIERDESK_WARM_ROLES:
             real = resolve_role(role)
             if real in done:
@@ -98,5 +103,7 @@ def warmup_run(*, roles: list[str] | None = None, requests: int | None = None) -
     return state
 
 
-def warmup_start_background() -> None:
-    threading.Thread(target=warmup_run, name="warmup", daemon=True).start()
+def warmup_start_background(*, preload: Sequence[Callable[[], object]] = ()) -> None:
+    threading.Thread(
+        target=warmup_run, kwargs={"preload": preload}, name="warmup", daemon=True
+    ).start()

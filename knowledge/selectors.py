@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from .models import Chunk, Document
+from .text import language_detect
 
 
 def question_try(*, question: str, language: str | None, method: str = "hybrid") -> dict[str, Any]:
     """What retrieval returns for a question, with every score, for the admin page."""
-    from chatbot.dialogue import language_of
 
     from .retrieval import passages_retrieve
 
-    lang = language or language_of(question)
+    lang = language or language_detect(question)
     result = passages_retrieve(question=question, language=lang, method=method)
     return {
         "question": question,

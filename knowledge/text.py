@@ -183,3 +183,20 @@ def estimate_tokens(text: str) -> int:
     other = len(re.findall(r"[A-Za-z0-9]+", text))
     punct = len(re.findall(r"[^\w\s]", text))
     return int(cjk + other * 1.4 + punct * 0.5) + 1
+
+
+_LATIN_WORD_RE = re.compile(r"[^\W\d_]+", re.ASCII)
+
+
+def language_detect(text: str) -> str:
+    """ "zh" when Chinese characters outnumber the latin words.
+
+    One Chinese character carries about as much as one English word, so characters
+    are weighed against latin *words*, not letters: "我的order到哪了" is Chinese,
+    "cancel 订单 please" is English.
+    """
+    cjk = len(_IS_CJK.findall(text))
+    if not cjk:
+        return "en"
+    latin_words = len(_LATIN_WORD_RE.findall(text))
+    return "zh" if cjk > latin_words else "en"

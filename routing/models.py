@@ -261,21 +261,9 @@ for _model in _VERSIONED_MODELS:
     )
 
 
-# Gray release (routing/releases/): defined there, registered with this app.
-from routing.releases.models import (  # noqa: E402
-    GuardrailDecision,
-    MetricMinute,
-    Release,
-    ReleaseEvent,
-)
-
 __all__ = [
     "ClassifierModel",
-    "GuardrailDecision",
     "Intent",
-    "MetricMinute",
-    "Release",
-    "ReleaseEvent",
     "ReplyTemplate",
     "RouterVersion",
     "Rule",

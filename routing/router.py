@@ -17,10 +17,11 @@ from typing import Any
 
 from django.conf import settings
 
-from chatbot.orders.ids import order_id_normalize
+from knowledge.text import language_detect
 from routing.classifier import TrainedClassifier, classifier_get
 from routing.models import Intent, Rule, SlotPattern
-from routing.text import language_detect, text_normalise, text_tokens
+from routing.order_ids import order_id_normalize
+from routing.text import text_normalise, text_tokens
 from routing.types import CLARIFY, OUT_OF_SCOPE, RouteDecision
 from routing.versioning import VersionedCache
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from chatbot.replies import reset_template_cache, seed_templates
-
 from .models import Intent, ReplyTemplate
+from .templates import reset_template_cache, seed_templates
 
 
 @transaction.atomic

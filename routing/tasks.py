@@ -14,21 +14,3 @@ def router_retrain(version: int) -> dict[str, Any]:
     from routing.services import router_model_train
 
     return router_model_train(version=version)
-
-
-@shared_task(name="routing.release_tick", acks_late=True, ignore_result=True)
-def release_tick() -> dict[str, Any]:
-    """Celery beat, every TIERDESK_RELEASE_TICK_S: guardrails, promotion, schedule step
-    for the running candidate. Idempotent: a duplicate run in the same minute writes one
-    more decision row and changes nothing else (a step is due once per interval)."""
-    from routing.releases.services import release_tick as tick
-
-    return tick()
-
-
-@shared_task(name="routing.release_check", acks_late=True, ignore_result=True)
-def release_check(release_id: int) -> dict[str, Any]:
-    """The same for one release by id (e.g. an operator's "check now")."""
-    from routing.releases.services import release_check as check
-
-    return check(release_id=release_id)

@@ -10,8 +10,6 @@ _SPACE_RE = re.compile(r"\s+")
 # CJK Unified Ideographs, Extension A and the compatibility block: what Chinese
 # shoppers type. Kana/Hangul are not routed languages.
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_RE = re.compile(f"[{_CJK}]")
-_LATIN_WORD_RE = re.compile(r"[^\W\d_]+", re.ASCII)
 # A token is a latin word/number (with an inner apostrophe: "hasn't") or a single
 # Chinese character. Counting characters avoids a segmenter on the hot path, and a
 # keyword then covers as many tokens as it has characters, so densities in both
@@ -26,17 +24,3 @@ def text_normalise(text: str) -> str:
 
 def text_tokens(normalised: str) -> list[str]:
     return _TOKEN_RE.findall(normalised)
-
-
-def language_detect(text: str) -> str:
-    """ "zh" when Chinese characters outnumber the latin words.
-
-    One Chinese character carries about as much as one English word, so characters
-    are weighed against latin *words*, not letters: "我的order到哪了" is Chinese,
-    "cancel 订单 please" is English.
-    """
-    cjk = len(_CJK_RE.findall(text))
-    if not cjk:
-        return "en"
-    latin_words = len(_LATIN_WORD_RE.findall(text))
-    return "zh" if cjk > latin_words else "en"

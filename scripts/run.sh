@@ -14,9 +14,9 @@ trap cleanup EXIT INT TERM
 .venv/bin/python manage.py demo_admin
 # -B: the worker also runs Celery beat (the gray-release schedule and guardrails tick
 # every minute); one process is enough for the single-machine embedded default.
-.venv/bin/celery -A chatbot worker -B --schedule=var/celerybeat-schedule --loglevel=WARNING --concurrency=1 >var/log/worker.log 2>&1 &
+.venv/bin/celery -A config worker -B --schedule=var/celerybeat-schedule --loglevel=WARNING --concurrency=1 >var/log/worker.log 2>&1 &
 pids+=($!)
-.venv/bin/daphne -b "$HOST" -p "$PORT" chatbot.asgi:application >var/log/daphne.log 2>&1 &
+.venv/bin/daphne -b "$HOST" -p "$PORT" config.asgi:application >var/log/daphne.log 2>&1 &
 pids+=($!)
 
 echo "Loading and warming up the models (see var/log/daphne.log)..."

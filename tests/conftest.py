@@ -14,7 +14,7 @@ from tests.fakes import FakeBackend
 def _fresh_caches() -> Iterator[None]:
     """Per-process caches (router snapshot, reply templates) must not serve a
     previous test's rolled-back rows."""
-    from chatbot.replies import reset_template_cache
+    from routing.templates import reset_template_cache
     from routing.versioning import router_caches_expire
 
     router_caches_expire()

@@ -178,7 +178,7 @@ class CeleryWorker:
     ``log``; ``kill9`` takes the children too, and ``start`` runs a new one."""
 
     def __init__(
-        self, env: dict[str, str], log: Path, *, app: str = "chatbot", extra: Sequence[str] = ()
+        self, env: dict[str, str], log: Path, *, app: str = "config", extra: Sequence[str] = ()
     ) -> None:
         self.env, self.log, self.app, self.extra = env, log, app, list(extra)
         self.proc: subprocess.Popen[bytes] | None = None

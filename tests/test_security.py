@@ -62,7 +62,7 @@ def test_production_refuses_to_start_without_its_secrets() -> None:
     assert "production refuses to start without secrets" in result.stderr
     assert "DJANGO_SECRET_KEY" in result.stderr and "TIERDESK_SHOPPER_TOKEN_KEY" in result.stderr
     # The development key printed in the source is refused too.
-    from chatbot.settings import _DEV_SECRET
+    from config.settings import _DEV_SECRET
 
     result = manage(
         "check", DJANGO_SECRET_KEY=_DEV_SECRET, TIERDESK_SHOPPER_TOKEN_KEY=secrets.token_hex(16)

@@ -24,8 +24,9 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
+from routing.order_ids import order_id_for_url, order_id_normalize
+
 from . import selectors, services, wire
-from .ids import order_id_for_url, order_id_normalize
 from .types import (
     Address,
     Customer,

@@ -10,8 +10,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from routing.order_ids import order_id_normalize
+
 from . import models
-from .ids import order_id_normalize
 from .types import Address, Customer, OrderFacts, OrderItem, ShippingOption
 
 CENT = Decimal("0.01")

@@ -13,8 +13,9 @@ from decimal import Decimal
 
 from django.db import transaction
 
+from routing.order_ids import order_id_normalize
+
 from . import models
-from .ids import order_id_normalize
 from .selectors import money, order_payment_method_id, order_to_facts
 from .types import Address, OrderFacts, OrderNotAllowed, OrderNotFound, OrderServiceError
 

@@ -11,10 +11,10 @@ from channels.testing import WebsocketCommunicator
 from django.utils import timezone
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from chatbot.asgi import application
 from chatbot.botcheck.store import botcheck_purge
 from chatbot.models import BotCheck, Message
 from chatbot.tasks import botcheck_purge as botcheck_purge_task
+from config.asgi import application
 from tests.fakes import FakeBackend
 
 from .helpers import CONSTANT_TYPIST, HUMAN, evidence

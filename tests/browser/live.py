@@ -186,7 +186,7 @@ def server_env(database_url: str, extra: dict[str, str] | None = None) -> dict[s
     env = dict(os.environ)
     env.update(
         DATABASE_URL=database_url,
-        DJANGO_SETTINGS_MODULE="chatbot.settings",
+        DJANGO_SETTINGS_MODULE="config.settings",
         PYTHONUNBUFFERED="1",
     )
     # pytest-django's per-run test database name means nothing to the server.
@@ -204,7 +204,7 @@ def daphne_start(
     url = f"http://127.0.0.1:{port}"
     with log.open("a") as out:
         proc = subprocess.Popen(
-            [_bin("daphne"), "-b", "127.0.0.1", "-p", str(port), "chatbot.asgi:application"],
+            [_bin("daphne"), "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
             cwd=REPO,
             env=env,
             stdout=out,

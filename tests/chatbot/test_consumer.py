@@ -9,9 +9,9 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatbot.asgi import application
 from chatbot.models import Conversation, Message
 from chatbot.orders.identity import shopper_token_issue
+from config.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = (b"origin", b"http://localhost")

@@ -4,7 +4,7 @@ random JSON, wrong types, huge strings, odd Unicode, binary frames and a flood.
 Two levels:
 - ``frame_parse`` alone, over thousands of cases: it returns a frame or raises
   ``ProtocolError`` with a stable code, nothing else;
-- the real consumer (``chatbot.asgi.application``): after every fuzzed frame a ``ping``
+- the real consumer (``config.asgi.application``): after every fuzzed frame a ``ping``
   must still get its ``pong``, no frame may carry ``internal_error``, and the
   connection must not close. The models are fakes (``fake_models``): a valid message
   frame starts a real turn, and what is under test is the protocol, not phrasing.
@@ -25,8 +25,8 @@ from channels.testing import WebsocketCommunicator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatbot.asgi import application
 from chatbot.protocol import ProtocolError, frame_parse
+from config.asgi import application
 
 ORIGIN = (b"origin", b"http://localhost")
 CODES = {

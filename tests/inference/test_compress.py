@@ -249,7 +249,7 @@ def test_every_l1_question_of_the_demo_shop_fits_in_80_chars(seeded_shop: None) 
     from chatbot.dialogue import order_facts
     from chatbot.orders.backends import get_order_service
     from chatbot.orders.models import Order
-    from chatbot.replies import template_get, template_render
+    from routing.templates import template_get, template_render
 
     service = get_order_service()
     cases = 0

@@ -4,7 +4,7 @@ sees the re-delivery within its timeout. Everything else is the production app."
 
 from __future__ import annotations
 
-from chatbot.celery import app
+from config.celery import app
 
 app.conf.broker_transport_options = {
     "visibility_timeout": 5,

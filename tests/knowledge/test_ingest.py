@@ -244,7 +244,7 @@ def test_an_upload_while_the_broker_is_down_is_saved_and_left_to_the_sweep(
     connection, as when Redis is down). The admin's save must not raise."""
     import socket
 
-    from chatbot.celery import app
+    from config.celery import app
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -12,8 +12,8 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatbot.asgi import application
 from chatbot.models import Message
+from config.asgi import application
 from knowledge import retrieval
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.models]

@@ -29,12 +29,13 @@ import httpx
 import pytest
 from django.conf import settings
 
+from chatbot.limits import limits_reset
 from inference import registry, state
 from inference.backends.openai import OpenAIBackend
 from inference.breaker import breakers_reset
 from inference.cache import cache_clear_local
 from inference.catalog import CATALOG
-from routing.limits import limits_reset
+from inference.queue import queue_reset
 from tests.faults import PrivateRedis
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,11 +57,13 @@ def _isolated_state(settings: Any) -> Iterator[None]:
     settings.TIERDESK_STATE_REDIS_TIMEOUT_S = 3.0
     breakers_reset()
     limits_reset()
+    queue_reset()
     state.reset()
     cache_clear_local()
     yield
     breakers_reset()
     limits_reset()
+    queue_reset()
     state.reset()
     cache_clear_local()
 

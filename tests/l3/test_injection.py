@@ -23,10 +23,10 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.conf import settings as dj_settings
 
-from chatbot.asgi import application
 from chatbot.models import Message
 from chatbot.orders.identity import shopper_token_issue
 from chatbot.orders.models import Customer, Order
+from config.asgi import application
 from inference.prompts import SYSTEM_PROMPT, canary_note
 from routing import types as rt
 

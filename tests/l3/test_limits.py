@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from chatbot.limits import DynamicWindow, RateLimiter, TokenBucket
 from inference import state
-from routing.limits import DynamicWindow, PriorityGate, RateLimiter, TokenBucket
+from inference.queue import PriorityGate
 
 
 def test_token_bucket_burst_then_rate() -> None:

@@ -13,8 +13,8 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.utils import timezone
 
-from chatbot.asgi import application
 from chatbot.models import Conversation, Message
+from config.asgi import application
 from inference import registry, state
 from inference.breaker import BreakerState, breaker_for
 

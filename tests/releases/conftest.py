@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from channels.testing import WebsocketCommunicator
 
-from routing.releases import clock
+from releases import clock
 
 ORIGIN = (b"origin", b"http://localhost")
 
@@ -44,7 +44,7 @@ def staff(db: None) -> dict[str, Any]:
     """One user per role: an operator, a support admin and a staff user in no group."""
     from django.contrib.auth.models import Group, User
 
-    from routing.releases.permissions import OPERATORS, SUPPORT_ADMINS, groups_ensure
+    from releases.permissions import OPERATORS, SUPPORT_ADMINS, groups_ensure
 
     groups_ensure()
     users: dict[str, Any] = {}
@@ -66,7 +66,7 @@ class Shopper:
 
     @classmethod
     async def connect(cls, session: str | None = None) -> Shopper:
-        from chatbot.asgi import application
+        from config.asgi import application
 
         path = "/ws/chat/" + (f"?session={session}" if session else "")
         comm = WebsocketCommunicator(application, path, headers=[ORIGIN])

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from routing.releases.assignment import (
+from releases.assignment import (
     BUCKETS,
     bucket_salt,
     buckets_moved,
@@ -15,7 +15,7 @@ from routing.releases.assignment import (
     session_bucket,
     variant_for,
 )
-from routing.releases.models import CANDIDATE, STABLE, Release
+from releases.models import CANDIDATE, STABLE, Release
 
 SESSIONS = [str(uuid.UUID(int=i * 7919 + 1)) for i in range(20_000)]
 

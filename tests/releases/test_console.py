@@ -9,9 +9,9 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from routing.releases import services
-from routing.releases.metrics import reply_record
-from routing.releases.models import Release, ReleaseEvent
+from releases import services
+from releases.metrics import reply_record
+from releases.models import Release, ReleaseEvent
 from tests.releases.conftest import FakeClock
 from tests.releases.test_metrics import facts
 
@@ -64,15 +64,15 @@ def test_support_admins_edit_content_but_not_releases(staff: dict[str, Any]) -> 
     support = client_for(staff["support"])
     assert support.get("/admin/knowledge/document/add/").status_code == 200
     assert support.get("/admin/routing/intent/").status_code == 200
-    assert support.get("/admin/routing/release/").status_code == 403
-    assert support.get("/admin/routing/release/add/").status_code == 403
+    assert support.get("/admin/releases/release/").status_code == 403
+    assert support.get("/admin/releases/release/add/").status_code == 403
 
 
 def test_operators_operate_releases_but_not_the_knowledge_base_unless_granted(
     staff: dict[str, Any],
 ) -> None:
     operator = client_for(staff["operator"])
-    assert operator.get("/admin/routing/release/").status_code == 200
+    assert operator.get("/admin/releases/release/").status_code == 200
     assert operator.get("/admin/knowledge/document/add/").status_code == 403
     assert operator.get("/admin/routing/intent/add/").status_code == 403
     staff["operator"].user_permissions.add(
@@ -122,7 +122,7 @@ def test_csrf_protects_the_console_and_the_admin(staff: dict[str, Any]) -> None:
     url = f"/operators/releases/{release.pk}/weight"
     forged = {"weight": 90, "reason": "forged", "confirmed": "on"}
     assert operator.post(url, forged).status_code == 403
-    admin_change = f"/admin/routing/release/{release.pk}/delete/"
+    admin_change = f"/admin/releases/release/{release.pk}/delete/"
     assert operator.post(admin_change, {"post": "yes"}).status_code == 403
     release.refresh_from_db()
     assert release.weight == 10 and Release.objects.filter(pk=release.pk).exists()
@@ -172,7 +172,7 @@ def test_releases_demo_history_runs_on_the_default_guardrails() -> None:
     back by the guardrail, and the second one is left running for the console."""
     from django.core.management import call_command
 
-    from routing.releases.models import GuardrailDecision
+    from releases.models import GuardrailDecision
 
     call_command("releases_demo", hours=2, stdout=io.StringIO())
     trial = Release.objects.get(name="fast-q8-trial")
@@ -216,7 +216,8 @@ def test_system_written_rows_are_read_only_in_the_admin_and_the_audit_is_never_d
     from django.contrib import admin as django_admin
 
     from chatbot.models import BotCheck, Feedback
-    from routing.models import ClassifierModel, GuardrailDecision
+    from releases.models import GuardrailDecision
+    from routing.models import ClassifierModel
 
     request = rf.get("/admin/")
     request.user = admin_user

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from chatbot.models import Feedback, Message
-from routing.releases.models import MetricMinute
+from releases.models import MetricMinute
 from tests.releases.conftest import FakeClock, Shopper
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import random
 
-from routing.releases.guardrails import (
+from releases.guardrails import (
     BREACH,
     INSUFFICIENT,
     PASS,
@@ -17,8 +17,8 @@ from routing.releases.guardrails import (
     evaluate,
     streaks_update,
 )
-from routing.releases.metrics import HIST_SIZE, Window, hist_above, hist_add, hist_quantile
-from routing.releases.stats import two_proportion_worse
+from releases.metrics import HIST_SIZE, Window, hist_above, hist_add, hist_quantile
+from releases.stats import two_proportion_worse
 
 CFG = GuardSettings(min_replies=200, min_ratings=100, alpha=0.01)
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from routing.releases import metrics
-from routing.releases.metrics import ReplyFacts, reply_record, window_by_tier, window_read
-from routing.releases.models import MetricMinute
+from releases import metrics
+from releases.metrics import ReplyFacts, reply_record, window_by_tier, window_read
+from releases.models import MetricMinute
 from tests.releases.conftest import FakeClock
 
 pytestmark = pytest.mark.django_db
@@ -108,7 +108,7 @@ def test_handoff_requests_are_recognised() -> None:
 
 
 def test_prometheus_exposition_has_counters_and_window_gauges(release_clock: FakeClock) -> None:
-    from routing.releases.prom import exposition
+    from releases.prom import exposition
 
     reply_record(facts(variant="candidate", tier="L1", first_chunk_ms=250.0))
     lines = exposition().decode().splitlines()

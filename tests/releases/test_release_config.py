@@ -11,9 +11,9 @@ from chatbot.dialogue import ReplyPlan
 from chatbot.models import Message
 from chatbot.services import _release_apply
 from inference.base import GenerationRequest
+from releases.config import config_parse
+from releases.models import Release
 from routing.models import Intent, ReplyTemplate
-from routing.releases.config import config_parse
-from routing.releases.models import Release
 from routing.router import route_message
 from tests.releases.conftest import Shopper
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, transaction
 
-from routing.releases import services
-from routing.releases.models import GuardrailDecision, Release, ReleaseEvent
-from routing.releases.services import ReleaseError
+from releases import services
+from releases.models import GuardrailDecision, Release, ReleaseEvent
+from releases.services import ReleaseError
 from tests.releases.conftest import FakeClock
 
 pytestmark = pytest.mark.django_db
@@ -132,7 +132,7 @@ def test_paused_release_holds_its_weight(staff: dict[str, Any], release_clock: F
 
 
 def test_rollback_returns_every_session_to_stable(staff: dict[str, Any]) -> None:
-    from routing.releases.assignment import release_assign
+    from releases.assignment import release_assign
 
     release = new_candidate(staff["operator"])
     services.release_weight_set(
@@ -149,20 +149,21 @@ def test_rollback_returns_every_session_to_stable(staff: dict[str, Any]) -> None
 
 def test_beat_runs_the_tick_task(settings: Any) -> None:
     """Celery beat's schedule names the task, and the task is registered with the app."""
-    import routing.tasks  # noqa: F401  (registers the shared tasks, as the worker does)
-    from chatbot.celery import app
+    from config.celery import app
+
+    app.loader.import_default_modules()  # what a worker does at start: autodiscovery
 
     entry = settings.CELERY_BEAT_SCHEDULE["release-tick"]
-    assert entry["task"] == "routing.release_tick"
+    assert entry["task"] == "releases.release_tick"
     assert entry["schedule"] == settings.TIERDESK_RELEASE_TICK_S
-    assert "routing.release_tick" in app.tasks and "routing.release_check" in app.tasks
+    assert "releases.release_tick" in app.tasks and "releases.release_check" in app.tasks
     # Run as the worker would: with no candidate it does nothing and says so.
-    assert app.tasks["routing.release_tick"]() == {"outcome": "no_candidate"}
+    assert app.tasks["releases.release_tick"]() == {"outcome": "no_candidate"}
 
 
 def _seeing(statuses: dict[str, str]) -> Any:
     """A stand-in for ``release_evaluate`` whose checks come out with these statuses."""
-    from routing.releases.guardrails import Check, Evaluation
+    from releases.guardrails import Check, Evaluation
 
     evaluation = Evaluation([Check(name, status) for name, status in statuses.items()])
     return lambda **_: evaluation

@@ -6,7 +6,7 @@ reply (and every fifth session rates the conversation), and leaves. Both variant
 through the real code path: consumer, turn, dialogue and router, the release
 assignment, the fact guard, the reply store, the per-minute metrics, the CSAT
 service. After each round of traffic the release clock moves 20 minutes and the
-Celery beat task ``routing.release_tick`` runs, as beat would.
+Celery beat task ``releases.release_tick`` runs, as beat would.
 
 The models are ``FakeBackend``s (tests/fakes.py) because the test must inject what a
 real model can't be told to do: the candidate's fast model answers 300 ms late (the
@@ -37,9 +37,9 @@ from channels.db import database_sync_to_async
 
 from chatbot.models import Feedback, Message
 from inference import registry
-from routing.releases import services
-from routing.releases.models import CANDIDATE, STABLE, GuardrailDecision, Release, ReleaseEvent
-from routing.releases.selectors import dashboard
+from releases import services
+from releases.models import CANDIDATE, STABLE, GuardrailDecision, Release, ReleaseEvent
+from releases.selectors import dashboard
 from tests.fakes import FakeBackend
 from tests.releases.conftest import FakeClock, Shopper
 
@@ -151,7 +151,7 @@ def start_candidate(user: Any) -> Release:
 
 @database_sync_to_async
 def beat() -> dict[str, Any]:
-    from routing.tasks import release_tick
+    from releases.tasks import release_tick
 
     return dict(release_tick())  # the task body, run in-process as the worker would
 

@@ -139,7 +139,7 @@ def test_a_broker_that_is_down_does_not_break_the_admin(monkeypatch: pytest.Monk
 
 @pytest.mark.django_db(transaction=True)
 def test_a_real_celery_worker_picks_up_the_task(seeded: dict[str, int]) -> None:
-    """A `celery -A chatbot worker` subprocess on the test database and REDIS_URL,
+    """A `celery -A config worker` subprocess on the test database and REDIS_URL,
     on a queue of its own so no other worker can take the message."""
     redis_url = os.environ.get("REDIS_URL", "")
     if connection.vendor != "postgresql" or not redis_url.startswith("redis://"):
@@ -161,7 +161,7 @@ def test_a_real_celery_worker_picks_up_the_task(seeded: dict[str, int]) -> None:
             "-m",
             "celery",
             "-A",
-            "chatbot",
+            "config",
             "worker",
             "-Q",
             queue,

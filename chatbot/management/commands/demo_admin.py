@@ -23,7 +23,7 @@ class Command(BaseCommand):
             self.stdout.write("created demo admin: admin / admin")
         from django.contrib.auth.models import Group
 
-        from routing.releases.permissions import OPERATORS, SUPPORT_ADMINS, groups_ensure
+        from releases.permissions import OPERATORS, SUPPORT_ADMINS, groups_ensure
 
         groups_ensure()
         for username, group in (("operator", OPERATORS), ("support", SUPPORT_ADMINS)):

@@ -389,7 +389,7 @@ def _streaks_before(release: Release, now: datetime) -> dict[str, int]:
 
     Every decision stores them (``numbers["streaks"]``, and what they were before it in
     ``streaks_before``). A second evaluation in the same minute (a duplicate beat, a
-    ``routing.release_check`` on demand) starts from where the minute's first one did,
+    ``releases.release_check`` on demand) starts from where the minute's first one did,
     so one minute counts once. A release whose decisions predate the stored streaks has
     them rebuilt once from the checks of all its decisions."""
     decisions = GuardrailDecision.objects.filter(release=release)

@@ -16,8 +16,8 @@ class Command(BaseCommand):
         parser.add_argument("--hours", type=int, default=24)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from routing.releases import clock
-        from routing.releases.selectors import dashboard, release_overview
+        from releases import clock
+        from releases.selectors import dashboard, release_overview
 
         board = dashboard(until=clock.now(), hours=options["hours"])
         overview = release_overview()

@@ -19,14 +19,14 @@ SUPPORT_ADMINS = "support admins"
 
 GROUP_PERMISSIONS: dict[str, list[str]] = {
     OPERATORS: [
-        "routing.view_release",
-        "routing.add_release",
-        "routing.change_release",
-        "routing.operate_release",
-        "routing.view_release_metrics",
-        "routing.view_releaseevent",
-        "routing.view_guardraildecision",
-        "routing.view_metricminute",
+        "releases.view_release",
+        "releases.add_release",
+        "releases.change_release",
+        "releases.operate_release",
+        "releases.view_release_metrics",
+        "releases.view_releaseevent",
+        "releases.view_guardraildecision",
+        "releases.view_metricminute",
         "chatbot.view_conversation",
         "chatbot.view_message",
         "chatbot.view_feedback",

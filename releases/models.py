@@ -27,7 +27,7 @@ class Release(models.Model):
 
     name = models.SlugField(max_length=64, unique=True)
     description = models.TextField(blank=True)
-    # Typed and validated by routing.releases.config.config_parse.
+    # Typed and validated by releases.config.config_parse.
     config = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
     is_stable = models.BooleanField(default=False)
@@ -124,7 +124,7 @@ class GuardrailDecision(models.Model):
 class MetricMinute(models.Model):
     """Per-minute aggregates per release, variant and tier, written as replies finish
     and ratings arrive. First-chunk latency is a histogram (fixed log-spaced buckets,
-    routing.releases.metrics.LATENCY_BOUNDS_MS) so windows merge into exact-enough
+    releases.metrics.LATENCY_BOUNDS_MS) so windows merge into exact-enough
     percentiles without keeping every reply."""
 
     minute = models.DateTimeField()
@@ -154,7 +154,10 @@ class MetricMinute(models.Model):
                 fields=["minute", "release", "variant", "tier"], name="metricminute_unique"
             )
         ]
-        indexes = [models.Index(fields=["release", "minute"])]
+        # Named as it was created under routing (the table moved apps in releases 0001).
+        indexes = [
+            models.Index(fields=["release", "minute"], name="routing_met_release_3eff0d_idx")
+        ]
 
     def __str__(self) -> str:
         return f"{self.minute:%H:%M} {self.variant} {self.tier}: {self.replies}"

@@ -1,4 +1,5 @@
-"""Order-id normalisation shared by every backend and the reference API."""
+"""Order ids: the one parser, shared by the router's slots, the dialogue, every order
+backend and the reference API."""
 
 from __future__ import annotations
 
@@ -17,6 +18,17 @@ def order_id_normalize(raw: str) -> str | None:
     a database query or a URL.
     """
     match = _ORDER_ID_RE.match(raw.strip())
+    return f"#W{match.group(1)}" if match else None
+
+
+# The same id inside a sentence ("where is #W2611340?", "订单W2611340"): no letter or
+# digit glued to either side, so "AW123456" or a phone number never matches.
+_ORDER_ID_IN_TEXT_RE = re.compile(r"(?<![A-Za-z0-9])#?\s*[Ww]\s*(\d{4,12})(?!\d)")
+
+
+def order_id_find(text: str) -> str | None:
+    """The first order id in free text, canonical, or None."""
+    match = _ORDER_ID_IN_TEXT_RE.search(text)
     return f"#W{match.group(1)}" if match else None
 
 

@@ -48,7 +48,7 @@ class SessionStatus:
 
 
 def session_budget(*, conversation_id: int, now: datetime | None = None) -> SessionBudget:
-    from chatbot.models import Message
+    from .models import Message
 
     now = now or timezone.now()
     window_s = int(settings.TIERDESK_SESSION_TOKEN_WINDOW_S)
@@ -78,7 +78,7 @@ def session_budget(*, conversation_id: int, now: datetime | None = None) -> Sess
 
 def session_status(*, conversation_id: int) -> SessionStatus:
     """VIP flag and token budget for one turn (one worker-thread hop)."""
-    from chatbot.models import Conversation
+    from .models import Conversation
 
     vip = bool(
         Conversation.objects.filter(pk=conversation_id).values_list("vip", flat=True).first()

@@ -1,4 +1,5 @@
-"""Admin base classes shared by the apps."""
+"""Admin base classes shared by the apps (here, in the lowest app whose admin uses them,
+so that routing, releases and chatbot all import down)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import os
 
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatbot.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("tierdesk")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -37,11 +37,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from django.contrib.auth.models import Group, User
 
-        from routing.releases import clock, services
-        from routing.releases.assignment import baseline_ensure
-        from routing.releases.metrics import ReplyFacts, rating_record, reply_record
-        from routing.releases.models import Release
-        from routing.releases.permissions import OPERATORS, groups_ensure
+        from releases import clock, services
+        from releases.assignment import baseline_ensure
+        from releases.metrics import ReplyFacts, rating_record, reply_record
+        from releases.models import Release
+        from releases.permissions import OPERATORS, groups_ensure
 
         if settings.PRODUCTION:
             raise CommandError("releases_demo writes made-up metrics: never in production")
@@ -140,7 +140,7 @@ class Command(BaseCommand):
         slow: float,
         n: int,
     ) -> None:
-        from routing.releases import clock
+        from releases import clock
 
         for _ in range(n):
             on_candidate = rng.random() * 100 < weight

@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "channels",
     "chatbot",
     "chatbot.orders",
+    "releases",
     "routing",
     "knowledge",
     "inference",
@@ -98,8 +99,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "chatbot.urls"
-ASGI_APPLICATION = "chatbot.asgi.application"
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
 WSGI_APPLICATION = None
 
 TEMPLATES = [
@@ -145,7 +146,7 @@ REDIS_URL = env_str("REDIS_URL", "")
 if REDIS_URL:
     CHANNEL_LAYERS: dict[str, Any] = {
         "default": {
-            "BACKEND": "chatbot.channel_layer.ResilientRedisChannelLayer",
+            "BACKEND": "config.channel_layer.ResilientRedisChannelLayer",
             # redis-py 8 defaults socket_timeout to 5 s, the same as channels-redis'
             # 5 s BZPOPMIN: the read then times out before Redis answers. Give reads
             # more time than the blocking pop.
@@ -470,7 +471,7 @@ TIERDESK_RELEASE_STEP_INTERVAL_MIN = env_int("TIERDESK_RELEASE_STEP_INTERVAL_MIN
 TIERDESK_RELEASE_MAX_WEIGHT = env_int("TIERDESK_RELEASE_MAX_WEIGHT", 50)
 TIERDESK_RELEASE_AUTO_PROMOTE = env_bool("TIERDESK_RELEASE_AUTO_PROMOTE", True)
 TIERDESK_RELEASE_PROMOTE_HOLD_MIN = env_int("TIERDESK_RELEASE_PROMOTE_HOLD_MIN", 120)
-# How often Celery beat runs routing.release_tick (guardrails, promotion, schedule).
+# How often Celery beat runs releases.release_tick (guardrails, promotion, schedule).
 TIERDESK_RELEASE_TICK_S = env_float("TIERDESK_RELEASE_TICK_S", 60.0)
 # Guardrails (SPEC): candidate vs stable p95 first-chunk latency +15% (and at least
 # +LATENCY_MIN_MS, so 2 ms template replies can't trip it), error rate +0.5 pp, CSAT -2 pp.
@@ -535,7 +536,7 @@ TIERDESK_BOTCHECK_CHALLENGE_AT = env_float("TIERDESK_BOTCHECK_CHALLENGE_AT", 0.5
 TIERDESK_BOTCHECK_RETENTION_DAYS = env_int("TIERDESK_BOTCHECK_RETENTION_DAYS", 30)
 
 CELERY_BEAT_SCHEDULE: dict[str, Any] = {
-    "release-tick": {"task": "routing.release_tick", "schedule": TIERDESK_RELEASE_TICK_S},
+    "release-tick": {"task": "releases.release_tick", "schedule": TIERDESK_RELEASE_TICK_S},
     "botcheck-purge": {"task": "chatbot.botcheck_purge", "schedule": 86400.0},
     "knowledge-ingest-sweep": {"task": "knowledge.ingest_sweep", "schedule": TIERDESK_KB_SWEEP_S},
 }

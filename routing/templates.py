@@ -14,7 +14,7 @@ from typing import Any
 _TTL_S = 5.0  # admins' edits show up within this many seconds, in every process
 _lock = threading.Lock()
 _cached: tuple[float, dict[tuple[str, str, str], str]] = (0.0, {})
-SEED_FILE = Path(__file__).resolve().parent.parent / "routing" / "seed_data" / "templates.json"
+SEED_FILE = Path(__file__).resolve().parent / "seed_data" / "templates.json"
 
 
 @cache

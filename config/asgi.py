@@ -6,7 +6,7 @@ import os
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatbot.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Django must be set up before consumers (and their models) are imported.
 django_asgi_app = get_asgi_application()
 
@@ -15,7 +15,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from . import wsroutes  # noqa: E402
+from chatbot import wsroutes  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -29,7 +29,10 @@ application = ProtocolTypeRouter(
 if settings.TIERDESK_WARMUP_ON_START and not settings.TESTING:
     from chatbot.services import conversation_sweep_interrupted
     from inference.warmup import warmup_start_background
+    from routing.router import router_snapshot_get
 
     # Replies that were streaming when a previous process died are cut off for good.
     conversation_sweep_interrupted()
-    warmup_start_background()
+    # The router's classifier trains from the database on first use: load it with the
+    # models, not inside the first shopper's turn.
+    warmup_start_background(preload=[router_snapshot_get])

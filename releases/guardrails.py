@@ -1,7 +1,7 @@
 """The guardrails: candidate against stable, on the same minutes (pure; no I/O).
 
 Checks, each "insufficient" (below the minimum sample: it can't trip), "pass" or
-"breach" (routing/releases/stats.py states the test):
+"breach" (releases/stats.py states the test):
 
 - ``latency:<tier>`` and ``latency:all``: p95 first-chunk latency; per tier because the
   tiers differ by an order of magnitude and a mix-weighted p95 hides an L1 regression.
