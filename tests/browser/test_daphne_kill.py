@@ -13,10 +13,12 @@ Every wait is bounded and everything is on 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -60,15 +62,16 @@ def _rows(database_url: str) -> list[tuple[str, str, str]]:
         return [(r[0], r[1], r[2]) for r in conn.execute(ROWS, (QUESTION,)).fetchall()]
 
 
-def test_kill_9_mid_reply_then_the_widget_reconnects_to_the_stored_conversation(
-    browser_tools: str, server: tuple[Daphne, str], model_files: None
-) -> None:
-    daphne, database_url = server
-    daphne.start()
+@contextlib.contextmanager
+def _scenario(
+    browser_tools: str, daphne: Daphne, scenario: str, question: str
+) -> Iterator[subprocess.Popen[str]]:
+    """widget_e2e.mjs's ``scenario`` against ``daphne``; its stdout says when to act.
+    The browser never outlives the test."""
     node = subprocess.Popen(
         [
-            *(browser_tools, str(SCRIPT), "--base", daphne.url, "--scenario", "killed"),
-            *("--question", QUESTION, "--timeout-ms", "150000"),
+            *(browser_tools, str(SCRIPT), "--base", daphne.url, "--scenario", scenario),
+            *("--question", question, "--timeout-ms", "150000"),
         ],
         cwd=REPO,
         stdout=subprocess.PIPE,
@@ -76,6 +79,28 @@ def test_kill_9_mid_reply_then_the_widget_reconnects_to_the_stored_conversation(
         text=True,
     )
     try:
+        yield node
+    finally:
+        if node.poll() is None:
+            node.kill()
+            node.wait(timeout=10)
+
+
+def _result(node: subprocess.Popen[str], daphne: Daphne) -> dict[str, Any]:
+    """The scenario's result line, once it ends (its own waits are bounded)."""
+    out, err = node.communicate(timeout=NODE_TIMEOUT_S)
+    results = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    result: dict[str, Any] = results[-1] if results else {}
+    assert result.get("ok"), f"{result.get('error') or result}\n{err[-2000:]}\n{_tail(daphne.log)}"
+    return result
+
+
+def test_kill_9_mid_reply_then_the_widget_reconnects_to_the_stored_conversation(
+    browser_tools: str, server: tuple[Daphne, str], model_files: None
+) -> None:
+    daphne, database_url = server
+    daphne.start()
+    with _scenario(browser_tools, daphne, "killed", QUESTION) as node:
         assert node.stdout is not None
         lines: list[str] = []
         for line in node.stdout:  # ends when node exits; node's own waits are bounded
@@ -89,14 +114,7 @@ def test_kill_9_mid_reply_then_the_widget_reconnects_to_the_stored_conversation(
         killed = _rows(database_url)
         assert [(r[0], r[2]) for r in killed] == [("user", "received"), ("bot", "streaming")]
         daphne.start(warm_up=False)
-        out, err = node.communicate(timeout=NODE_TIMEOUT_S)
-    finally:
-        if node.poll() is None:
-            node.kill()
-            node.wait(timeout=10)
-    results = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
-    result = results[-1] if results else {}
-    assert result.get("ok"), f"{result.get('error') or result}\n{err[-2000:]}\n{_tail(daphne.log)}"
+        result = _result(node, daphne)
 
     # On screen: it said it was reconnecting, came back, and shows what was stored.
     assert "reconnecting" in result["states"] and result["states"][-1] == "open"
@@ -123,17 +141,7 @@ def test_a_message_typed_while_the_server_is_down_survives_a_reload_and_is_sent_
     with its old client id once the server is back, be stored once and be answered."""
     daphne, database_url = server
     daphne.start()
-    node = subprocess.Popen(
-        [
-            *(browser_tools, str(SCRIPT), "--base", daphne.url, "--scenario", "outbox"),
-            *("--question", OUTBOX_QUESTION, "--timeout-ms", "150000"),
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with _scenario(browser_tools, daphne, "outbox", OUTBOX_QUESTION) as node:
         assert node.stdout is not None
         seen: list[str] = []
         for line in node.stdout:
@@ -146,14 +154,7 @@ def test_a_message_typed_while_the_server_is_down_survives_a_reload_and_is_sent_
         # Nothing reached the server while it was down.
         assert _rows_for(database_url, OUTBOX_QUESTION) == []
         daphne.start(warm_up=False)
-        out, err = node.communicate(timeout=NODE_TIMEOUT_S)
-    finally:
-        if node.poll() is None:
-            node.kill()
-            node.wait(timeout=10)
-    results = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
-    result = results[-1] if results else {}
-    assert result.get("ok"), f"{result.get('error') or result}\n{err[-2000:]}\n{_tail(daphne.log)}"
+        result = _result(node, daphne)
     assert result["before_reload"]["status"] == "pending"
     assert result["before_reload"]["note"], "the bubble says it was not sent"
     # After the reload the message is still on screen, still waiting to be sent.
