@@ -64,14 +64,14 @@ def _rows(database_url: str) -> list[tuple[str, str, str]]:
 
 @contextlib.contextmanager
 def _scenario(
-    browser_tools: str, daphne: Daphne, scenario: str, question: str
+    browser_tools: str, daphne: Daphne, scenario: str, question: str, *extra: str
 ) -> Iterator[subprocess.Popen[str]]:
     """widget_e2e.mjs's ``scenario`` against ``daphne``; its stdout says when to act.
     The browser never outlives the test."""
     node = subprocess.Popen(
         [
             *(browser_tools, str(SCRIPT), "--base", daphne.url, "--scenario", scenario),
-            *("--question", question, "--timeout-ms", "150000"),
+            *("--question", question, "--timeout-ms", "150000", *extra),
         ],
         cwd=REPO,
         stdout=subprocess.PIPE,
@@ -134,14 +134,17 @@ OUTBOX_QUESTION = "Do you ship to Canada?"
 
 
 def test_a_message_typed_while_the_server_is_down_survives_a_reload_and_is_sent_once(
-    browser_tools: str, server: tuple[Daphne, str], model_files: None
+    browser_tools: str, server: tuple[Daphne, str], model_files: None, tmp_path: Path
 ) -> None:
     """Issue #19: the widget's own resend logic. The shopper types while Daphne is dead
     and reloads before it is back; the unsent message must still be on screen, go out
     with its old client id once the server is back, be stored once and be answered."""
     daphne, database_url = server
     daphne.start()
-    with _scenario(browser_tools, daphne, "outbox", OUTBOX_QUESTION) as node:
+    shot = tmp_path / "outbox.png"
+    with _scenario(
+        browser_tools, daphne, "outbox", OUTBOX_QUESTION, "--screenshot", str(shot)
+    ) as node:
         assert node.stdout is not None
         seen: list[str] = []
         for line in node.stdout:
@@ -160,6 +163,7 @@ def test_a_message_typed_while_the_server_is_down_survives_a_reload_and_is_sent_
     # After the reload the message is still on screen, still waiting to be sent.
     assert result["after_reload"]["status"] == "pending"
     assert OUTBOX_QUESTION in result["after_reload"]["text"]
+    assert shot.stat().st_size > 10_000  # the page as the shopper saw it after the reload
     log = result["log"]
     assert [m["role"] for m in log[-2:]] == ["user", "bot"]
     assert log[-2]["text"] == OUTBOX_QUESTION and log[-2]["status"] == "sent"

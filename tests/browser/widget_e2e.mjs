@@ -422,6 +422,8 @@ async function outbox() {
       { timeout: TIMEOUT },
     );
     result.after_reload = await shadow(page, lastUser);
+    // What the shopper sees: the message kept, marked as not sent yet, while it waits.
+    if (opts.screenshot) await page.screenshot({ path: opts.screenshot });
     process.stdout.write("START-NOW\n");
     // Back: the message goes out with its old id, is acked and answered.
     await page
@@ -453,7 +455,6 @@ async function outbox() {
     result.outbox_left = await page.evaluate(() =>
       Object.keys(localStorage).filter((k) => k.startsWith("tierdesk:outbox:") && localStorage.getItem(k)),
     );
-    if (opts.screenshot) await page.screenshot({ path: opts.screenshot });
     result.ok = true;
   } finally {
     await close();
