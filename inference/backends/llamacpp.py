@@ -21,6 +21,7 @@ from django.conf import settings
 
 from ..base import GenerationChunk, GenerationRequest, InferenceError, Usage
 from ..catalog import is_chat_model, resolve_model_file
+from .wire import read_chunk, request_body
 
 logger = logging.getLogger(__name__)
 
@@ -104,21 +105,9 @@ class LlamaCppBackend:
 
     # -- generation ------------------------------------------------------------------------
     def _payload(self, request: GenerationRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "stream": True,
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-            "cache_prompt": request.cache_prompt,
-        }
-        if request.stop:
-            body["stop"] = list(request.stop)
-        if request.seed is not None:
-            body["seed"] = request.seed
-        if request.messages is not None:
-            body["messages"] = [{"role": m.role, "content": m.content} for m in request.messages]
-            body["stream_options"] = {"include_usage": True}
-        else:
-            body["prompt"] = request.prompt
+        # llama.cpp puts a completion's usage in its final chunk unasked.
+        body = request_body(request, usage_on_prompts=False)
+        body["cache_prompt"] = request.cache_prompt
         return body
 
     def stream(self, request: GenerationRequest) -> Iterator[GenerationChunk]:
@@ -164,12 +153,9 @@ class LlamaCppBackend:
                     raise InferenceError("model_error", f"{self.model_id}: {item}") from item
                 if isinstance(item, dict) and "error" in item:
                     raise InferenceError("model_error", f"{self.model_id}: {item['error']}")
-                text, finish = _extract(item, chat)
-                if item.get("usage"):
-                    u = item["usage"]
-                    usage = Usage(
-                        int(u.get("prompt_tokens", 0)), int(u.get("completion_tokens", 0))
-                    )
+                text, finish, sent = read_chunk(item, chat)
+                if sent is not None:
+                    usage = sent
                 if text or finish:
                     yield GenerationChunk(text=text, finish_reason=finish)
             yield GenerationChunk(text="", finish_reason="end", usage=usage or Usage())
@@ -193,15 +179,3 @@ class LlamaCppBackend:
         response = self._http.post("/tokenize", json={"content": text})
         response.raise_for_status()
         return len(response.json()["tokens"])
-
-
-def _extract(item: dict[str, Any], chat: bool) -> tuple[str, str | None]:
-    choices = item.get("choices") or []
-    if not choices:
-        return "", None
-    choice = choices[0]
-    finish = choice.get("finish_reason")
-    if chat:
-        delta = choice.get("delta") or {}
-        return str(delta.get("content") or ""), finish
-    return str(choice.get("text") or ""), finish

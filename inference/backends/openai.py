@@ -12,6 +12,8 @@ The hot path is ``astream``, on the event loop with ``httpx.AsyncClient``: netwo
 waits need no thread, and cancelling the task closes the connection, which makes the
 server stop generating. ``stream`` is the blocking twin for warm-up, scripts and the
 ``ModelBackend`` interface (``inference.aio.astream`` runs it in the inference pool).
+The twins share ``_Exchange`` (path, body, SSE lines, usage, error mapping, retry) and
+only move bytes themselves; the body is ``wire.request_body``, as for llama.cpp.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ import logging
 import math
 import weakref
 from collections.abc import AsyncGenerator, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
 from ..base import GenerationChunk, GenerationRequest, InferenceError, Usage
+from .wire import read_chunk, request_body
 
 logger = logging.getLogger(__name__)
 
@@ -101,42 +103,76 @@ def error_for_exception(exc: Exception) -> UpstreamError:
     return UpstreamError("upstream_error", f"{type(exc).__name__}: {exc}")
 
 
-@dataclass
-class _SSEState:
-    usage: Usage | None = None
-    finished: bool = False  # saw a finish_reason or [DONE]
-    done: bool = False  # saw [DONE]
+# What ``stream`` and ``astream`` catch and map; an ``UpstreamError`` passes through.
+_FAILURES = (httpx.HTTPError, ValueError, KeyError, TypeError)
 
 
-def _parse_event(data: str, state: _SSEState, chat: bool) -> GenerationChunk | None:
-    """One ``data:`` payload to a chunk (or None for bookkeeping-only events)."""
-    if data == "[DONE]":
-        state.done = state.finished = True
+class _Exchange:
+    """One streamed request, everything but the I/O: the sync and async twins share it.
+
+    The path and body, reading each SSE line (usage, finish, error events), mapping an
+    HTTP status or a transport failure to an ``UpstreamError`` and the closing chunk
+    are written here once; ``stream`` and ``astream`` only move the bytes.
+    """
+
+    def __init__(self, request: GenerationRequest, model: str) -> None:
+        self.chat = request.messages is not None
+        self.path = "/chat/completions" if self.chat else "/completions"
+        self.body: dict[str, Any] = {"model": model, **request_body(request)}
+        self.usage: Usage | None = None
+        self.finished = False  # saw a finish_reason or [DONE]
+        self.done = False  # saw [DONE]
+
+    def refuse(self, response: httpx.Response, raw: bytes) -> NoReturn:
+        """An error status (``raw`` is its body): raise it with its stable code."""
+        body = raw.decode("utf-8", "replace")
+        raise error_for_status(response.status_code, body, response.headers.get("retry-after"))
+
+    def feed(self, line: str) -> GenerationChunk | None:
+        """One SSE line to a chunk (or None: not a ``data:`` line, or bookkeeping)."""
+        if not line.startswith("data:"):
+            return None
+        data = line[5:].strip()
+        if data == "[DONE]":
+            self.done = self.finished = True
+            return None
+        event = json.loads(data)
+        if not isinstance(event, dict):
+            raise ValueError("SSE event is not an object")
+        if "error" in event:
+            err = event["error"]
+            if not isinstance(err, dict):
+                err = {"message": err}
+            status = int(err.get("code") or 500) if str(err.get("code", "")).isdigit() else 500
+            raise error_for_status(status, str(err.get("message", "")), None)
+        text, finish, usage = read_chunk(event, self.chat)
+        if usage is not None:
+            self.usage = usage
+        if finish:
+            self.finished = True
+        if text or finish:
+            return GenerationChunk(text=text, finish_reason=finish)
         return None
-    event = json.loads(data)
-    if not isinstance(event, dict):
-        raise ValueError("SSE event is not an object")
-    if "error" in event:
-        err = event["error"] if isinstance(event["error"], dict) else {"message": event["error"]}
-        status = int(err.get("code") or 500) if str(err.get("code", "")).isdigit() else 500
-        raise error_for_status(status, str(err.get("message", "")), None)
-    if event.get("usage"):
-        u = event["usage"]
-        state.usage = Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0))
-    choices = event.get("choices") or []
-    if not choices:
-        return None
-    choice = choices[0]
-    finish = choice.get("finish_reason")
-    if finish:
-        state.finished = True
-    if chat:
-        text = str((choice.get("delta") or {}).get("content") or "")
-    else:
-        text = str(choice.get("text") or "")
-    if text or finish:
-        return GenerationChunk(text=text, finish_reason=finish)
-    return None
+
+    def failure(self, exc: Exception, attempt: int) -> UpstreamError | None:
+        """The error to raise for ``exc``, or None to send the request once more.
+
+        A keep-alive connection the server had closed fails before any response; that
+        one request is safe to send again on a new connection.
+        """
+        if (
+            attempt == 1
+            and isinstance(exc, httpx.RemoteProtocolError)
+            and "without sending a response" in str(exc)
+        ):
+            return None
+        return error_for_exception(exc)
+
+    def end(self) -> GenerationChunk:
+        """The closing chunk with the usage, once the stream really finished."""
+        if not self.finished:
+            raise UpstreamError("upstream_disconnected", "stream ended before it finished")
+        return GenerationChunk(text="", finish_reason="end", usage=self.usage or Usage())
 
 
 class OpenAIBackend:
@@ -198,119 +234,67 @@ class OpenAIBackend:
         # AsyncClients are closed with their loop; drop our references.
         self._aclients = weakref.WeakKeyDictionary()
 
+    def _client_options(self) -> dict[str, Any]:
+        return {
+            "base_url": self.api_base,
+            "timeout": self.timeout,
+            "limits": self.limits,
+            "headers": self._headers(),
+        }
+
     def _sync_client(self) -> httpx.Client:
         if self._client is None:
-            self._client = httpx.Client(
-                base_url=self.api_base,
-                timeout=self.timeout,
-                limits=self.limits,
-                headers=self._headers(),
-            )
+            self._client = httpx.Client(**self._client_options())
         return self._client
 
     def _async_client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
         client = self._aclients.get(loop)
         if client is None or client.is_closed:
-            client = httpx.AsyncClient(
-                base_url=self.api_base,
-                timeout=self.timeout,
-                limits=self.limits,
-                headers=self._headers(),
-            )
+            client = httpx.AsyncClient(**self._client_options())
             self._aclients[loop] = client
         return client
 
     # -- requests --------------------------------------------------------------------------
-    def _endpoint_and_body(self, request: GenerationRequest) -> tuple[str, dict[str, Any]]:
-        body: dict[str, Any] = {
-            "model": self.model_id,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-        }
-        if request.stop:
-            body["stop"] = list(request.stop)
-        if request.seed is not None:
-            body["seed"] = request.seed
-        if request.messages is not None:
-            body["messages"] = [{"role": m.role, "content": m.content} for m in request.messages]
-            return "/chat/completions", body
-        body["prompt"] = request.prompt
-        return "/completions", body
-
     async def astream(self, request: GenerationRequest) -> AsyncGenerator[GenerationChunk, None]:
         """Stream on the running event loop; leaving early closes the connection."""
-        path, body = self._endpoint_and_body(request)
-        chat = request.messages is not None
-        state = _SSEState()
+        exchange = _Exchange(request, self.model_id)
         client = self._async_client()
         for attempt in (1, 2):
             try:
-                async with client.stream("POST", path, json=body) as response:
+                async with client.stream("POST", exchange.path, json=exchange.body) as response:
                     if response.status_code >= 400:
-                        raw = (await response.aread()).decode("utf-8", "replace")
-                        raise error_for_status(
-                            response.status_code, raw, response.headers.get("retry-after")
-                        )
+                        exchange.refuse(response, await response.aread())
                     async for line in response.aiter_lines():
-                        if not line.startswith("data:"):
-                            continue
-                        chunk = _parse_event(line[5:].strip(), state, chat)
-                        if chunk is not None:
+                        if (chunk := exchange.feed(line)) is not None:
                             yield chunk
-                        if state.done:
+                        if exchange.done:
                             break
                 break
-            except UpstreamError:
-                raise
-            except httpx.RemoteProtocolError as exc:
-                # A keep-alive connection the server had closed fails before any
-                # response; that one request is safe to send again on a new connection.
-                if attempt == 1 and "without sending a response" in str(exc):
-                    continue
-                raise error_for_exception(exc) from exc
-            except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-                raise error_for_exception(exc) from exc
-        if not state.finished:
-            raise UpstreamError("upstream_disconnected", "stream ended before it finished")
-        yield GenerationChunk(text="", finish_reason="end", usage=state.usage or Usage())
+            except _FAILURES as exc:
+                if (error := exchange.failure(exc, attempt)) is not None:
+                    raise error from exc
+        yield exchange.end()
 
     def stream(self, request: GenerationRequest) -> Iterator[GenerationChunk]:
         """The blocking twin of ``astream`` (run it in a worker thread)."""
-        path, body = self._endpoint_and_body(request)
-        chat = request.messages is not None
-        state = _SSEState()
+        exchange = _Exchange(request, self.model_id)
         client = self._sync_client()
         for attempt in (1, 2):
             try:
-                with client.stream("POST", path, json=body) as response:
+                with client.stream("POST", exchange.path, json=exchange.body) as response:
                     if response.status_code >= 400:
-                        raw = response.read().decode("utf-8", "replace")
-                        raise error_for_status(
-                            response.status_code, raw, response.headers.get("retry-after")
-                        )
+                        exchange.refuse(response, response.read())
                     for line in response.iter_lines():
-                        if not line.startswith("data:"):
-                            continue
-                        chunk = _parse_event(line[5:].strip(), state, chat)
-                        if chunk is not None:
+                        if (chunk := exchange.feed(line)) is not None:
                             yield chunk
-                        if state.done:
+                        if exchange.done:
                             break
                 break
-            except UpstreamError:
-                raise
-            except httpx.RemoteProtocolError as exc:
-                if attempt == 1 and "without sending a response" in str(exc):
-                    continue
-                raise error_for_exception(exc) from exc
-            except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-                raise error_for_exception(exc) from exc
-        if not state.finished:
-            raise UpstreamError("upstream_disconnected", "stream ended before it finished")
-        yield GenerationChunk(text="", finish_reason="end", usage=state.usage or Usage())
+            except _FAILURES as exc:
+                if (error := exchange.failure(exc, attempt)) is not None:
+                    raise error from exc
+        yield exchange.end()
 
     def count_tokens(self, text: str) -> int:
         """A documented estimate: the remote tokenizer is unknown here.
