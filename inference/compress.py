@@ -475,12 +475,25 @@ _ZH_DROP_TAGS = {
 _ZH_KEEP_ENTITY_TAGS = {"nr", "ns", "nt", "nz", "nrt", "nrfg", "eng", "t", "m", "KEEP"}
 
 
+def _zh_clauses(text: str) -> list[str]:
+    """The text cut at clause punctuation, except punctuation inside a protected span:
+    "10:30" or "1,299.00" is one fact, not two clauses (which would come back joined
+    by "，" and change the fact)."""
+    spans = protected_spans(text)
+    clauses, start = [], 0
+    for sep in _ZH_CLAUSE_RE.finditer(text):
+        if any(s < sep.end() and sep.start() < e for s, e in spans):
+            continue
+        clauses.append(text[start : sep.start()])
+        start = sep.end()
+    clauses.append(text[start:])
+    return [c for c in clauses if c]
+
+
 def _zh_compress(text: str) -> str:
     nlp = _pipeline("zh")
     clauses: list[tuple[bool, str]] = []
-    for clause in _ZH_CLAUSE_RE.split(text):
-        if not clause or _ZH_CLAUSE_RE.fullmatch(clause):
-            continue
+    for clause in _zh_clauses(text):
         has_fact = bool(protected_spans(clause))
         if _ZH_MANNER_RE.search(clause) and not has_fact:
             continue  # "请用亲切友好的语气": tone only, no content
