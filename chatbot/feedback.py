@@ -16,14 +16,18 @@ from releases.metrics import rating_record
 from releases.models import STABLE
 
 from .models import Feedback, Message
+from .refusals import Refusal
 
 THUMBS = {"up": 1, "down": 0}
 
 
-class FeedbackError(ValueError):
+class FeedbackError(Refusal, ValueError):
     """The rated message is not a reply of this conversation (or there is none yet)."""
 
     code = "unknown_message"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,21 @@ from typing import Any
 from django.conf import settings
 
 from .botcheck import Evidence, EvidenceError, evidence_parse
+from .refusals import Refusal, refusal_frame
 
 
-class ProtocolError(ValueError):
+class ProtocolError(Refusal, ValueError):
     """A frame the server refuses; the connection stays open."""
 
     def __init__(self, code: str, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.code = code
-        self.extra = extra
+        super().__init__(message, code=code, **extra)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return self.fields
 
     def frame(self) -> dict[str, Any]:
-        return {"type": "error", "code": self.code, "message": str(self), **self.extra}
+        return refusal_frame(self)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from ..refusals import Refusal
 from .types import Customer, OrderService
 
 MAX_TOKEN_CHARS = 2048
@@ -40,8 +41,11 @@ CLOCK_SKEW_S = 60
 _B64URL_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
-class ShopperTokenError(ValueError):
-    """The token is malformed, forged or expired; ``reason`` says which (for logs only)."""
+class ShopperTokenError(Refusal, ValueError):
+    """The token is malformed, forged or expired; ``reason`` says which (for logs only).
+    The shopper sees ``bad_token`` with the message."""
+
+    code = "bad_token"
 
     def __init__(self, reason: Literal["malformed", "forged", "expired"], message: str) -> None:
         super().__init__(message)
