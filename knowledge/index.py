@@ -2,10 +2,11 @@
 
 Each process holds one immutable ``IndexSnapshot``: a matrix of chunk embeddings, a
 BM25 index over jieba/stemmed terms, and a LlamaIndex ``TextNode`` per chunk. When
-``KnowledgeBaseVersion`` moves (checked at most every ``TIERDESK_KB_REFRESH_S``), the
-next search rebuilds the snapshot; per-document pieces are cached by
-(document, ingested version) so only changed documents are read again. Searches that
-are already running keep the snapshot they started with.
+``KnowledgeBaseVersion`` moves (checked at most every ``TIERDESK_KB_REFRESH_S``: the one
+refresh scheme of inference/versioned.py), the next search rebuilds the snapshot;
+per-document pieces are cached by (document, ingested version) so only changed
+documents are read again. Searches that are already running keep the snapshot they
+started with; while one thread rebuilds, the others keep searching the previous one.
 
 To LlamaIndex the snapshot is a vector store (``SnapshotVectorStore``), so retrieval
 composes with its retrievers and the fusion retriever (``knowledge.retrieval``).
@@ -14,10 +15,10 @@ composes with its retrievers and the fusion retriever (``knowledge.retrieval``).
 from __future__ import annotations
 
 import logging
-import threading
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from django.conf import settings
@@ -29,6 +30,8 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 from pydantic import PrivateAttr
+
+from inference.versioned import VersionedCache, VersionSource
 
 from . import text as ktext
 
@@ -191,10 +194,7 @@ def snapshot_build(parts: list[DocPart], *, version: int, dim: int = 384) -> Ind
 
 
 # -- the per-process index ---------------------------------------------------------------------
-_lock = threading.Lock()
-_snapshot: IndexSnapshot | None = None
 _parts: dict[int, DocPart] = {}
-_checked_at = 0.0
 
 
 def _db_version() -> tuple[int, str]:
@@ -206,6 +206,15 @@ def _db_version() -> tuple[int, str]:
     if row is None:
         return 0, ""
     return int(row[0]), row[1].isoformat() if row[1] else ""
+
+
+# The one refresh scheme (inference/versioned.py): the KnowledgeBaseVersion row, bumped
+# by knowledge.services in the transaction that changes the chunks.
+KB_VERSION = VersionSource(
+    name="knowledge base",
+    read=lambda: _db_version(),
+    check_interval_s=lambda: settings.TIERDESK_KB_REFRESH_S,
+)
 
 
 def _load_part(document: Any) -> DocPart:
@@ -283,42 +292,33 @@ def _rebuild(version: int) -> IndexSnapshot:
     return snapshot
 
 
+def _snapshot_build(previous: IndexSnapshot | None, key: Hashable) -> IndexSnapshot:
+    version, stamp = cast(tuple[int, str], key)
+    snapshot = _rebuild(version)
+    snapshot.stamp = stamp
+    return snapshot
+
+
+_cache: VersionedCache[IndexSnapshot] = VersionedCache(
+    name="knowledge index", source=KB_VERSION, build=_snapshot_build
+)
+
+
 def get_snapshot(*, force_check: bool = False) -> IndexSnapshot:
     """The current snapshot; blocks (database + CPU): never call on the event loop."""
-    global _snapshot, _checked_at
-    now = time.monotonic()
-    current = _snapshot
-    if (
-        current is not None
-        and not force_check
-        and now - _checked_at < settings.TIERDESK_KB_REFRESH_S
-    ):
-        return current
-    with _lock:
-        version, stamp = _db_version()
-        _checked_at = time.monotonic()
-        if _snapshot is None or (_snapshot.version, _snapshot.stamp) != (version, stamp):
-            _snapshot = _rebuild(version)
-            _snapshot.stamp = stamp
-        return _snapshot
+    return _cache.get(force_check=force_check)
 
 
 def reset() -> None:
     """Forget the snapshot and cached parts (tests, after swapping the database)."""
-    global _snapshot, _checked_at
-    with _lock:
-        _snapshot = None
-        _parts.clear()
-        _checked_at = 0.0
+    _cache.reset()
+    _parts.clear()
 
 
 def install(snapshot: IndexSnapshot) -> None:
     """Serve a prepared snapshot (the benchmark's synthetic index) until the next
     version check finds the database elsewhere; pair with a large refresh interval."""
-    global _snapshot, _checked_at
-    with _lock:
-        _snapshot = snapshot
-        _checked_at = time.monotonic()
+    _cache.install(snapshot, key=(snapshot.version, snapshot.stamp))
 
 
 # -- LlamaIndex vector store ---------------------------------------------------------------------

@@ -49,6 +49,10 @@ def kb_version_bump() -> int:
         version=F("version") + 1, updated_at=timezone.now()
     )
     row.refresh_from_db()
+    # This process's own change is searched on its next query, not after the interval.
+    from .index import KB_VERSION
+
+    transaction.on_commit(KB_VERSION.expire)
     return int(row.version)
 
 

@@ -17,7 +17,7 @@ import re
 import time
 import zlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -31,9 +31,10 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion
 
+from inference.versioned import BuildPending, VersionedCache
 from routing.models import ClassifierModel, Utterance
 from routing.text import text_normalise
-from routing.versioning import BuildPending, VersionedCache
+from routing.versioning import ROUTER_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -252,7 +253,9 @@ def classifier_store(
 _pending_since: dict[str, float] = {}
 
 
-def _classifier_build(previous: TrainedClassifier | None) -> TrainedClassifier | None:
+def _classifier_build(
+    previous: TrainedClassifier | None, version: Hashable
+) -> TrainedClassifier | None:
     """Load the stored model for the current data; train only as a last resort.
 
     - same data as the model in hand (a rule edit): keep it;
@@ -297,7 +300,7 @@ def _classifier_build(previous: TrainedClassifier | None) -> TrainedClassifier |
 
 
 _cache: VersionedCache[TrainedClassifier | None] = VersionedCache(
-    name="intent classifier", build=_classifier_build
+    name="intent classifier", source=ROUTER_VERSION, build=_classifier_build
 )
 
 

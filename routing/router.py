@@ -11,19 +11,20 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
 
+from inference.versioned import VersionedCache
 from knowledge.text import language_detect
 from routing.classifier import TrainedClassifier, classifier_get
 from routing.models import Intent, Rule, SlotPattern
 from routing.order_ids import order_id_normalize
 from routing.text import text_normalise, text_tokens
 from routing.types import CLARIFY, OUT_OF_SCOPE, RouteDecision
-from routing.versioning import VersionedCache
+from routing.versioning import ROUTER_VERSION
 
 __all__ = [
     "RouterSnapshot",
@@ -199,7 +200,7 @@ class _RuleData:
     intent_tiers: dict[str, str]
 
 
-def _rule_data_build(previous: _RuleData | None) -> _RuleData:
+def _rule_data_build(previous: _RuleData | None, version: Hashable) -> _RuleData:
     tiers = dict(Intent.objects.filter(enabled=True).values_list("name", "tier"))
     return _RuleData(
         rules=_rules_compile(tiers),
@@ -208,7 +209,9 @@ def _rule_data_build(previous: _RuleData | None) -> _RuleData:
     )
 
 
-_rule_cache: VersionedCache[_RuleData] = VersionedCache(name="router rules", build=_rule_data_build)
+_rule_cache: VersionedCache[_RuleData] = VersionedCache(
+    name="router rules", source=ROUTER_VERSION, build=_rule_data_build
+)
 
 
 def router_snapshot_get() -> RouterSnapshot:

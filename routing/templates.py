@@ -1,19 +1,22 @@
 """Reply templates: the admin-edited rows in routing.ReplyTemplate, with the seed file
-as the last resort so a deleted row never leaves the bot speechless."""
+as the last resort so a deleted row never leaves the bot speechless.
+
+The rows are cached per process and reloaded when the router version moves (every
+ReplyTemplate save or delete bumps it: routing/models.py), checked at most every
+``versioning.CHECK_INTERVAL_S`` seconds (inference/versioned.py)."""
 
 from __future__ import annotations
 
 import json
 import string
-import threading
-import time
+from collections.abc import Hashable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-_TTL_S = 5.0  # admins' edits show up within this many seconds, in every process
-_lock = threading.Lock()
-_cached: tuple[float, dict[tuple[str, str, str], str]] = (0.0, {})
+from inference.versioned import VersionedCache
+from routing.versioning import ROUTER_VERSION
+
 SEED_FILE = Path(__file__).resolve().parent / "seed_data" / "templates.json"
 
 
@@ -24,29 +27,31 @@ def seed_templates() -> dict[str, Any]:
     return data
 
 
-def _load() -> dict[tuple[str, str, str], str]:
-    global _cached
-    now = time.monotonic()
-    with _lock:
-        if now - _cached[0] < _TTL_S:
-            return _cached[1]
+Rows = dict[tuple[str, str, str], str]
+
+
+def _rows_build(previous: Rows | None, version: Hashable) -> Rows:
     from routing.models import ReplyTemplate
 
-    rows = {
+    return {
         (intent, key, lang): text
         for intent, key, lang, text in ReplyTemplate.objects.values_list(
             "intent__name", "key", "language", "text"
         )
     }
-    with _lock:
-        _cached = (now, rows)
-    return rows
+
+
+_cache: VersionedCache[Rows] = VersionedCache(
+    name="reply templates", source=ROUTER_VERSION, build=_rows_build
+)
+
+
+def _load() -> Rows:
+    return _cache.get()
 
 
 def reset_template_cache() -> None:
-    global _cached
-    with _lock:
-        _cached = (0.0, {})
+    _cache.reset()
 
 
 def template_get(*, intent: str, key: str, language: str) -> str:

@@ -1,32 +1,28 @@
 """How every process notices admin edits to the router's data without a restart.
 
 A single ``RouterVersion`` row is bumped on every change (see the receivers in
-models.py). Caches poll it at most every ``CHECK_INTERVAL_S`` seconds, so the hot
+models.py). It is the version source (``ROUTER_VERSION``, the one scheme of
+inference/versioned.py) of the router's caches: the rules, the classifier and the
+reply templates. They poll it at most every ``CHECK_INTERVAL_S`` seconds, so the hot
 path costs no database query; a bump made in this very process is noticed on the
-next call, because it also increments a process-local generation counter.
+next call, because it also expires the source in this process.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Generic, NamedTuple, TypeVar
+from typing import NamedTuple
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
+from inference.versioned import VersionSource
 from routing.models import RouterVersion
-
-logger = logging.getLogger(__name__)
 
 CHECK_INTERVAL_S = 2.0
 _ROW_ID = 1
-
-T = TypeVar("T")
 
 
 class VersionKey(NamedTuple):
@@ -34,9 +30,6 @@ class VersionKey(NamedTuple):
     stamp: str
 
 
-# Bumped (under the GIL, an int rebind) by every bump in this process, so this
-# process's own edits don't wait for the poll interval.
-_local_generation = 0
 # Module-level so tests can move time forward instead of sleeping.
 _clock: Callable[[], float] = time.monotonic
 
@@ -47,8 +40,7 @@ def router_caches_expire() -> None:
     Cheap: nothing is rebuilt unless the version really changed. Test suites call it
     between tests, whose rolled-back data the poll interval would otherwise hide.
     """
-    global _local_generation
-    _local_generation += 1
+    ROUTER_VERSION.expire()
 
 
 def router_version_get() -> VersionKey:
@@ -84,95 +76,11 @@ def router_version_bump() -> VersionKey:
     return key
 
 
-class BuildPending(Exception):
-    """Raised by a cache's ``build`` when the new value is not ready yet (the retrain
-    task has not stored the new classifier): keep serving the previous value and ask
-    again after the next interval, without logging an error."""
-
-
-@dataclass(frozen=True)
-class _Entry(Generic[T]):
-    key: VersionKey
-    value: T
-
-
-class VersionedCache(Generic[T]):
-    """A value built from the router's data, rebuilt when ``RouterVersion`` changes.
-
-    ``build(previous)`` gets the value it replaces, so it can reuse expensive parts
-    (the classifier is not retrained when only a rule changed). While one thread
-    rebuilds, the others keep serving the previous value instead of queueing behind
-    a training run.
-    """
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        build: Callable[[T | None], T],
-        check_interval_s: float = CHECK_INTERVAL_S,
-    ) -> None:
-        self.name = name
-        self.build = build
-        self.check_interval_s = check_interval_s
-        self._lock = threading.Lock()
-        self._entry: _Entry[T] | None = None
-        self._checked_at = float("-inf")
-        self._checked_generation = -1
-
-    def _fresh(self) -> bool:
-        return (
-            self._entry is not None
-            and self._checked_generation == _local_generation
-            and _clock() - self._checked_at < self.check_interval_s
-        )
-
-    def get(self) -> T:
-        entry = self._entry
-        if entry is not None and self._fresh():
-            return entry.value
-        # With a value in hand, never wait for another thread's rebuild.
-        if not self._lock.acquire(blocking=entry is None):
-            assert entry is not None
-            return entry.value
-        try:
-            if self._fresh():
-                assert self._entry is not None
-                return self._entry.value
-            # Read the generation and the version *before* the data: a change that
-            # lands in between only causes one extra rebuild, never a stale value
-            # labelled as current.
-            generation = _local_generation
-            try:
-                key = router_version_get()
-                if self._entry is None or self._entry.key != key:
-                    previous = self._entry.value if self._entry is not None else None
-                    started = time.perf_counter()
-                    self._entry = _Entry(key=key, value=self.build(previous))
-                    logger.info(
-                        "rebuilt %s for router v%s in %.0f ms",
-                        self.name,
-                        key.version,
-                        (time.perf_counter() - started) * 1000,
-                    )
-            except BuildPending as pending:
-                if self._entry is None:
-                    raise
-                logger.debug("router %s for v%s pending: %s", self.name, key.version, pending)
-                self._checked_at = _clock()
-                self._checked_generation = generation
-                return self._entry.value
-            except Exception:
-                if self._entry is None:
-                    raise
-                # The database hiccuped: routing on the last good data beats failing
-                # the shopper's turn. Retry after the next interval.
-                logger.exception("router %s refresh failed; serving the previous one", self.name)
-                self._checked_at = _clock()
-                self._checked_generation = generation
-                return self._entry.value
-            self._checked_at = _clock()
-            self._checked_generation = generation
-            return self._entry.value
-        finally:
-            self._lock.release()
+# Late-bound (module globals looked up on each call) so tests can replace the clock,
+# the interval or the reader.
+ROUTER_VERSION = VersionSource(
+    name="router",
+    read=lambda: router_version_get(),
+    check_interval_s=lambda: CHECK_INTERVAL_S,
+    clock=lambda: _clock(),
+)
