@@ -5,7 +5,7 @@ uncompressed L1 prompt, measured side by side in one run.
     .venv/bin/python -m bench.compression     # writes bench/results/compression.json
 
 Runs on a throw-away SQLite demo shop. The prompts are the dialogue's own
-(``Dialogue._phrase`` with ``TIERDESK_L1_COMPRESSION`` off and on); the model is
+(``chatbot.answerers.l1.phrase`` with ``TIERDESK_L1_COMPRESSION`` off and on); the model is
 ``inference.registry.get_backend("fast")``. Each case runs both variants back to back,
 alternating which goes first, so machine noise hits both alike. Every few-shot prefix
 is warmed once per variant before measuring (production keeps them in the prompt cache).
@@ -43,7 +43,7 @@ class Case:
     intent: str
     key: str
     template_text: str
-    prompts: dict[str, Any]  # variant -> ReplyPlan
+    prompts: dict[str, Any]  # variant -> L1Plan
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     with django_on_temp_sqlite(shop=True):
         from django.test import override_settings
 
-        from chatbot.dialogue import Dialogue, TurnContext, order_facts
+        from chatbot.answerers.base import TurnContext
+        from chatbot.answerers.l1 import order_facts, phrase, shipping_text
         from chatbot.orders.backends import get_order_service
         from chatbot.orders.models import Order
         from inference import compress
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             )  # shipping_cost is phrased too; report its length separately
             reply = template_render(
                 template_get(intent="shipping_cost", key="default", language=language),
-                {"options": Dialogue(TurnContext("", language, {}, "", []))._shipping_text()},
+                {"options": shipping_text(TurnContext("", language, {}, "", []))},
             )
             compress._compress_cached.cache_clear()
             text = compress.prompt_compress(
@@ -147,8 +148,10 @@ def main(argv: list[str] | None = None) -> int:
                 prompts = {}
                 for variant, flag in (("uncompressed", False), ("compressed", True)):
                     with override_settings(TIERDESK_L1_COMPRESSION=flag):
-                        ctx = TurnContext("", language, {}, order.customer.customer_id, [])
-                        prompts[variant] = Dialogue(ctx, service)._phrase(intent, key, values)
+                        ctx = TurnContext(
+                            "", language, {}, order.customer.customer_id, [], service=service
+                        )
+                        prompts[variant] = phrase(ctx, intent, key, values)
                 cases.append(Case(language, intent, key, prompts["compressed"].text, prompts))
 
         print(f"{len(cases)} cases x 2 variants; loading the fast model...", flush=True)

@@ -18,7 +18,8 @@ from releases.config import ReleaseConfig
 from releases.metrics import ReplyFacts, reply_record
 from releases.models import STABLE
 
-from .dialogue import Dialogue, ReplyPlan, TurnContext
+from .answerers.base import AnswerPlan
+from .dialogue import Dialogue, TurnContext
 from .models import Conversation, Message
 from .selectors import conversation_recent_turns
 
@@ -92,7 +93,7 @@ def message_store(*, conversation_id: int, client_id: str, text: str) -> tuple[M
         return existing, False
 
 
-def turn_plan(*, conversation_id: int, message_id: int) -> tuple[ReplyPlan, int]:
+def turn_plan(*, conversation_id: int, message_id: int) -> tuple[AnswerPlan, int]:
     """Decide the reply for a stored message and create its (streaming) reply row."""
     conversation = Conversation.objects.get(pk=conversation_id)
     message = Message.objects.get(pk=message_id, conversation_id=conversation_id)
@@ -144,7 +145,7 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[ReplyPlan, int]
     return plan, reply.pk
 
 
-def _release_apply(plan: ReplyPlan, config: ReleaseConfig) -> None:
+def _release_apply(plan: AnswerPlan, config: ReleaseConfig) -> None:
     """Point the plan at the release's model role for its tier and, for the fast
     model, at the release's sampling parameters."""
     if plan.generation is None:

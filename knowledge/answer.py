@@ -1,4 +1,5 @@
-"""The L2 answerer: retrieval and the generation request, built in one step.
+"""What the L2 answerer (``chatbot.answerers.l2``) plans: retrieval and the generation
+request, built in one step.
 
 ``answer_plan`` runs inside the dialogue's worker thread. It retrieves the top
 passages, keeps the relevant ones, packs them (and their documents' summaries) into a

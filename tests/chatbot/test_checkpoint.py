@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from chatbot.answerers.base import Reply
 from chatbot.models import Conversation, Message
-from chatbot.turn import _Checkpoint, _Reply
+from chatbot.turn import _Checkpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,14 +27,14 @@ async def test_the_first_chunk_is_written_at_once_then_at_most_once_per_interval
     settings.TIERDESK_REPLY_CHECKPOINT_MS = 60_000
     reply = await _reply()
     checkpoint = _Checkpoint(reply.pk)
-    await checkpoint.maybe(_Reply(["Leather boots"]))
+    await checkpoint.maybe(Reply(["Leather boots"]))
     await reply.arefresh_from_db()
     assert reply.text == "Leather boots"
-    await checkpoint.maybe(_Reply(["Leather boots keep"]))  # within the interval: not written
+    await checkpoint.maybe(Reply(["Leather boots keep"]))  # within the interval: not written
     await reply.arefresh_from_db()
     assert reply.text == "Leather boots"
     checkpoint.last -= 61  # the interval has passed
-    await checkpoint.maybe(_Reply(["Leather boots keep water out"]))
+    await checkpoint.maybe(Reply(["Leather boots keep water out"]))
     await reply.arefresh_from_db()
     assert reply.text == "Leather boots keep water out"
 
@@ -41,7 +42,7 @@ async def test_the_first_chunk_is_written_at_once_then_at_most_once_per_interval
 async def test_a_finished_reply_is_never_overwritten(settings: Any) -> None:
     settings.TIERDESK_REPLY_CHECKPOINT_MS = 1
     reply = await _reply("The whole answer.", Message.Status.COMPLETE)
-    await _Checkpoint(reply.pk).maybe(_Reply(["The whole"]))
+    await _Checkpoint(reply.pk).maybe(Reply(["The whole"]))
     await reply.arefresh_from_db()
     assert reply.text == "The whole answer."
 
@@ -49,6 +50,6 @@ async def test_a_finished_reply_is_never_overwritten(settings: Any) -> None:
 async def test_zero_disables_it(settings: Any) -> None:
     settings.TIERDESK_REPLY_CHECKPOINT_MS = 0
     reply = await _reply()
-    await _Checkpoint(reply.pk).maybe(_Reply(["anything"]))
+    await _Checkpoint(reply.pk).maybe(Reply(["anything"]))
     await reply.arefresh_from_db()
     assert reply.text == ""

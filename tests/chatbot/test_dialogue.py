@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from chatbot.dialogue import Dialogue, ReplyPlan, TurnContext, parse_address
+from chatbot.answerers.base import AnswerPlan
+from chatbot.answerers.l1 import L1Plan, parse_address
+from chatbot.dialogue import Dialogue, TurnContext
 from chatbot.orders.models import Order
 
 pytestmark = pytest.mark.django_db
@@ -18,7 +20,7 @@ MEI = "mei_patel_7272"  # owns #W9583042 and #W4082615 (pending)
 
 def turn(
     text: str, *, customer: str = "", state: dict[str, Any] | None = None, lang: str = "en"
-) -> tuple[ReplyPlan, TurnContext]:
+) -> tuple[AnswerPlan, TurnContext]:
     ctx = TurnContext(
         text=text,
         language=lang,
@@ -35,6 +37,7 @@ def test_order_status_is_phrased_from_real_facts(seeded_shop: None) -> None:
     assert plan.generation is not None and plan.role == "fast"
     order = Order.objects.get(order_id="#W2611340")
     assert "#W2611340" in plan.text and "shipped" in plan.text and order.carrier in plan.text
+    assert isinstance(plan, L1Plan)
     assert plan.guard_facts is not None and "#W2611340" in plan.guard_required
     # The prompt carries the facts and ends where the model continues.
     assert plan.generation.prompt is not None and plan.generation.prompt.endswith("Reply:")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chatbot.dialogue import ReplyPlan
+from chatbot.answerers.base import AnswerPlan
 from chatbot.models import Message
 from chatbot.services import _release_apply
 from inference.base import GenerationRequest
@@ -63,7 +63,7 @@ def test_roles_and_fast_sampling_apply_to_the_plan() -> None:
         {"roles": {"L1": "fast_v2"}, "fast": {"temperature": 0.7, "max_tokens": 12}},
         check_roles=False,
     )
-    l1 = ReplyPlan(
+    l1 = AnswerPlan(
         tier="L1",
         intent="order_status",
         text="t",
@@ -75,7 +75,7 @@ def test_roles_and_fast_sampling_apply_to_the_plan() -> None:
     assert l1.role == "fast_v2" and l1.generation is not None
     assert (l1.generation.temperature, l1.generation.max_tokens) == (0.7, 12)
     # An L3 plan keeps its role and sampling; a template reply has nothing to change.
-    l3 = ReplyPlan(
+    l3 = AnswerPlan(
         tier="L3",
         intent="complex_question",
         text="t",
@@ -85,6 +85,6 @@ def test_roles_and_fast_sampling_apply_to_the_plan() -> None:
     )
     _release_apply(l3, config)
     assert l3.role == "large" and l3.generation is not None and l3.generation.temperature == 0.3
-    template = ReplyPlan(tier="L1", intent="greeting", text="hi", language="en")
+    template = AnswerPlan(tier="L1", intent="greeting", text="hi", language="en")
     _release_apply(template, config)
     assert template.role == "fast" and template.generation is None

@@ -1,0 +1,321 @@
+"""The L1 answerer: order questions and the shop's small talk, from templates and the
+shop's order data.
+
+``plan`` answers greetings, account help and shipping costs, and the order intents
+(status, delivery time, refund, cancel, change address): it looks the order up for
+the verified shopper, asks for what is missing (identity, which order, the new
+address) and picks the template for the order's case. Read-only facts
+(``PHRASED_INTENTS``) are phrased by the fast model from a few-shot prompt, under the
+fact guard (``guards.FactGuard``); anything else is the template text. Cancelling or
+changing an address is only ever confirmed here; ``action_perform`` runs it after the
+shopper's explicit yes (the dialogue decides when).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+
+from chatbot.orders.types import Address, OrderFacts, OrderNotAllowed, OrderNotFound
+from inference.base import GenerationRequest
+from inference.prompts import EXAMPLE_FACTS, l1_prompt
+from routing import types as rt
+from routing.order_ids import order_id_find
+from routing.templates import placeholders, template_render
+
+from .base import AnswerPlan, GuardedAnswerer, TurnContext, say, template_text
+from .clarify import clarify
+from .guards import FactGuard, Guard
+
+# Facts that must appear in a model-phrased reply when its template uses them.
+REQUIRED_KEYS = {"order_id", "status_text", "carrier", "tracking", "eta", "refund", "total"}
+# Intents whose templated answer the fast model may phrase (read-only facts).
+PHRASED_INTENTS = {rt.ORDER_STATUS, rt.DELIVERY_TIME, rt.REFUND_STATUS, rt.SHIPPING_COST}
+
+STATUS_TEXT = {
+    "en": {
+        "pending": "pending",
+        "processed": "shipped",
+        "delivered": "delivered",
+        "cancelled": "cancelled",
+    },
+    "zh": {
+        "pending": "待处理",
+        "processed": "已发货",
+        "delivered": "已送达",
+        "cancelled": "已取消",
+    },
+}
+PAYMENT_TEXT = {
+    "en": {"credit_card": "credit card", "gift_card": "gift card", "paypal": "PayPal account"},
+    "zh": {"credit_card": "信用卡", "gift_card": "礼品卡", "paypal": "PayPal账户"},
+}
+_ADDRESS = re.compile(
+    r"^(?P<a1>[^,]+?),\s*(?:(?P<a2>[^,]+?),\s*)?(?P<city>[^,]+?),\s*(?P<state>[A-Za-z]{2})\s+(?P<zip>\d{5})\s*\.?$"
+)
+
+
+@dataclass
+class L1Plan(AnswerPlan):
+    """A templated answer the fast model phrases. ``text`` is the template text the
+    fact guard falls back on; ``guard_facts`` is None when the guard is off (a shop's
+    choice, e.g. for a stronger fast model): the model's text goes out unchecked."""
+
+    guard_facts: dict[str, str] | None = None
+    guard_required: list[str] = field(default_factory=list)
+
+
+class L1Answerer(GuardedAnswerer):
+    tier = rt.L1
+
+    def plan(self, ctx: TurnContext, decision: rt.RouteDecision) -> AnswerPlan:
+        intent = decision.intent
+        if intent == rt.GREETING:
+            return say(ctx, rt.GREETING, _greeting_key(ctx.text))
+        if intent == rt.ACCOUNT_HELP:
+            return say(ctx, rt.ACCOUNT_HELP, "default")
+        if intent == rt.SHIPPING_COST:
+            return phrase(ctx, rt.SHIPPING_COST, "default", {"options": shipping_text(ctx)})
+        if intent in rt.ORDER_INTENTS:
+            return order_intent(ctx, intent, dict(decision.slots))
+        return clarify(ctx)
+
+    def guards(self, plan: AnswerPlan) -> list[Guard]:
+        if not isinstance(plan, L1Plan) or plan.guard_facts is None:
+            return []
+        return [
+            FactGuard(facts=plan.guard_facts, required=plan.guard_required, template_text=plan.text)
+        ]
+
+
+def phrase(ctx: TurnContext, intent: str, key: str, facts: dict[str, str]) -> L1Plan:
+    """A templated answer that the fast model phrases, guarded by the facts."""
+    lang = ctx.language
+    template = template_text(ctx, intent, key)
+    text = template_render(template, facts)
+    keys = [k for k in placeholders(template) if facts.get(k)]
+    example_facts = EXAMPLE_FACTS.get(lang, EXAMPLE_FACTS["en"]) | {
+        "status_text": facts.get("status_text", ""),
+    }
+    prompt = l1_prompt(
+        template=template,
+        keys=keys,
+        facts=facts,
+        example_facts=example_facts,
+        example_reply=template_render(template, example_facts),
+        language=lang,
+        # Compressed instruction + facts (spaCy; we are in a worker thread here).
+        # The guard still checks against the uncompressed facts.
+        reply=text,
+        compress=settings.TIERDESK_L1_COMPRESSION,
+    )
+    generation = GenerationRequest(
+        prompt=prompt,
+        max_tokens=settings.TIERDESK_FAST_MAX_TOKENS,
+        temperature=settings.TIERDESK_FAST_TEMPERATURE,
+        stop=("\n",),
+    )
+    required = [facts[k] for k in keys if k in REQUIRED_KEYS and facts.get(k)]
+    return L1Plan(
+        tier=rt.L1,
+        intent=intent,
+        text=text,
+        language=lang,
+        generation=generation,
+        role="fast",
+        guard_facts={k: facts[k] for k in keys} if settings.TIERDESK_FACT_GUARD else None,
+        guard_required=required,
+        personal=intent != rt.SHIPPING_COST,
+    )
+
+
+def order_intent(ctx: TurnContext, intent: str, slots: dict[str, str]) -> AnswerPlan:
+    state = ctx.state
+    service = ctx.orders()
+    order_id = slots.get("order_id") or find_order_id(ctx.text)
+    if not ctx.customer_id:
+        state.update(
+            awaiting="identity",
+            pending_intent=intent,
+            pending_slots={"order_id": order_id} if order_id else {},
+        )
+        return say(ctx, "dialogue", "ask_identity", label=intent)
+    if not order_id:
+        orders = service.orders_for_customer(customer_id=ctx.customer_id)
+        if not orders:
+            return say(ctx, "dialogue", "no_orders", label=intent)
+        if len(orders) == 1:
+            order_id = orders[0].order_id
+        elif state.get("last_order_id") and intent != rt.CANCEL_ORDER:
+            order_id = state["last_order_id"]
+        else:
+            state.update(awaiting="order", pending_intent=intent)
+            status_words = STATUS_TEXT.get(ctx.language, STATUS_TEXT["en"])
+            listing = ", ".join(
+                f"{o.order_id} ({status_words.get(o.status, o.status)})" for o in orders[:10]
+            )
+            return say(
+                ctx, "dialogue", "ask_order", {"orders": listing}, personal=True, label=intent
+            )
+    order = service.order_get(customer_id=ctx.customer_id, order_id=order_id)
+    if order is None:
+        # Same words whether the order doesn't exist or belongs to someone else.
+        return say(
+            ctx, "dialogue", "order_not_found", {"order_id": _display_id(order_id)}, label=intent
+        )
+    state["last_order_id"] = order.order_id
+    facts = order_facts(order, ctx.language)
+    if intent == rt.ORDER_STATUS:
+        return phrase(ctx, intent, order.status, facts)
+    if intent == rt.DELIVERY_TIME:
+        return phrase(ctx, intent, order.status, facts)
+    if intent == rt.REFUND_STATUS:
+        return phrase(ctx, intent, "refunded" if order.refunds else "none", facts)
+    if intent == rt.CANCEL_ORDER:
+        if order.status != "pending":
+            return say(ctx, intent, "not_allowed", facts, personal=True)
+        state["pending_action"] = {
+            "type": "cancel",
+            "order_id": order.order_id,
+            "at": time.time(),
+        }
+        return say(ctx, intent, "confirm", facts, actions=["confirm"], personal=True)
+    if intent == rt.CHANGE_ADDRESS:
+        if order.status != "pending":
+            return say(ctx, intent, "not_allowed", facts, personal=True)
+        address = parse_address(ctx.text)
+        if address is not None:
+            return address_confirm(ctx, order.order_id, address)
+        state.update(awaiting="address", address_order_id=order.order_id)
+        return say(ctx, intent, "ask_address", facts, personal=True)
+    return say(ctx, "dialogue", "clarify", tier=rt.CLARIFY, label=rt.OUT_OF_SCOPE)
+
+
+def address_confirm(ctx: TurnContext, order_id: str, address: Address) -> AnswerPlan:
+    order = ctx.orders().order_get(customer_id=ctx.customer_id, order_id=order_id)
+    if order is None:
+        return say(
+            ctx, "dialogue", "order_not_found", {"order_id": order_id}, label=rt.CHANGE_ADDRESS
+        )
+    facts = order_facts(order, ctx.language) | {
+        "address": address.one_line(),
+        "old_address": order.address.one_line(),
+    }
+    ctx.state["pending_action"] = {
+        "type": "change_address",
+        "order_id": order.order_id,
+        "at": time.time(),
+        "address": address.__dict__,
+    }
+    return say(ctx, rt.CHANGE_ADDRESS, "confirm", facts, actions=["confirm"], personal=True)
+
+
+def action_perform(ctx: TurnContext, action: dict[str, Any]) -> AnswerPlan:
+    """Deterministic code performs the confirmed action; the model is not involved."""
+    service = ctx.orders()
+    customer_id, order_id = ctx.customer_id, str(action["order_id"])
+    intent = rt.CANCEL_ORDER if action["type"] == "cancel" else rt.CHANGE_ADDRESS
+    try:
+        if action["type"] == "cancel":
+            order = service.order_cancel(
+                customer_id=customer_id, order_id=order_id, reason="no longer needed"
+            )
+        else:
+            order = service.order_change_address(
+                customer_id=customer_id, order_id=order_id, address=Address(**action["address"])
+            )
+    except OrderNotFound:
+        return say(ctx, "dialogue", "order_not_found", {"order_id": order_id}, label=intent)
+    except OrderNotAllowed:
+        order_now = service.order_get(customer_id=customer_id, order_id=order_id)
+        facts = order_facts(order_now, ctx.language) if order_now else {"order_id": order_id}
+        return say(ctx, intent, "not_allowed", facts, personal=True)
+    plan = say(ctx, intent, "done", order_facts(order, ctx.language), personal=True)
+    plan.actions = ["performed:" + action["type"]]
+    return plan
+
+
+def shipping_text(ctx: TurnContext) -> str:
+    parts = []
+    for opt in ctx.orders().shipping_options():
+        if ctx.language == "zh":
+            text = f"{opt.name} ${fmt_money(opt.price)}（{opt.days_min}-{opt.days_max}个工作日"
+            text += f"，满${fmt_money(opt.free_over)}免运费）" if opt.free_over else "）"
+        else:
+            days = f"{opt.days_min}-{opt.days_max} business days"
+            text = f"{opt.name} ${fmt_money(opt.price)} ({days}"
+            text += f", free over ${fmt_money(opt.free_over)})" if opt.free_over else ")"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def fmt_date(value: date | None, language: str) -> str:
+    if value is None:
+        return ""
+    if language == "zh":
+        return f"{value.year}年{value.month}月{value.day}日"
+    return value.strftime("%b ") + str(value.day) + value.strftime(", %Y")
+
+
+def fmt_money(value: Decimal) -> str:
+    return f"{value:.2f}"
+
+
+def order_facts(order: OrderFacts, language: str) -> dict[str, str]:
+    lang = language if language in STATUS_TEXT else "en"
+    gift = order.payment_method == "gift_card"
+    timing = {
+        "en": "immediately" if gift else "within 5 to 7 business days",
+        "zh": "立即到账" if gift else "5到7个工作日内",
+    }[lang]
+    return {
+        "order_id": order.order_id,
+        "status": order.status,
+        "status_text": STATUS_TEXT[lang].get(order.status, order.status),
+        "item_count": str(len(order.items)),
+        "items": ", ".join(item.name for item in order.items),
+        "total": fmt_money(order.total),
+        "carrier": order.carrier,
+        "tracking": order.tracking_ids[0] if order.tracking_ids else "",
+        "eta": fmt_date(order.estimated_delivery, lang),
+        "refund": fmt_money(sum(order.refunds, Decimal(0))),
+        "payment_method": PAYMENT_TEXT[lang].get(order.payment_method, order.payment_method),
+        "refund_timing": timing,
+        "address": order.address.one_line(),
+    }
+
+
+def find_order_id(text: str) -> str:
+    return order_id_find(text) or ""
+
+
+def _display_id(order_id: str) -> str:
+    return order_id_find(order_id) or order_id[:20]
+
+
+def _greeting_key(text: str) -> str:
+    t = text.lower()
+    if any(w in t for w in ("thank", "thx", "谢谢", "感谢", "多谢")):
+        return "thanks"
+    if any(w in t for w in ("bye", "goodbye", "see you", "再见", "拜拜")):
+        return "bye"
+    return "hello"
+
+
+def parse_address(text: str) -> Address | None:
+    match = _ADDRESS.match(text.strip())
+    if not match:
+        return None
+    return Address(
+        address1=match["a1"].strip(),
+        address2=(match["a2"] or "").strip(),
+        city=match["city"].strip(),
+        state=match["state"].upper(),
+        zip=match["zip"],
+    )
