@@ -56,7 +56,7 @@ bench-compression: setup
 bench-l3: setup services
 	HF_HUB_OFFLINE=1 .venv/bin/python -m bench.l3 --n 40
 
-# The bot-check WebAssembly module (committed; tests/botcheck checks the rebuild is identical).
+# The bot-check WebAssembly module (committed; tests/chatbot/botcheck checks the rebuild is identical).
 wasm:
 	bash scripts/wasm-build.sh
 

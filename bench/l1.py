@@ -35,7 +35,6 @@ import os
 import platform
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -50,6 +49,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
+
+from tests.net import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "l1.json"
@@ -251,12 +252,6 @@ def manage(*args: str) -> None:
         stdout=subprocess.DEVNULL,
     )
     log(f"manage.py {' '.join(args)}: {time.perf_counter() - started:.1f}s")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class DaphneServer:

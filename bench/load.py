@@ -9,7 +9,7 @@ What runs, all on 127.0.0.1:
   channel layer, Celery broker, shared limits/breaker/cache state);
 - a Celery worker (``celery -A config worker``), which also ingests the seeded
   knowledge base before anything is measured;
-- the L3 "remote API": a real llama.cpp server (``tests/l3/serve_model.py``, xllamacpp's
+- the L3 "remote API": a real llama.cpp server (``tests/inference/serve_model.py``, xllamacpp's
   OpenAI-compatible listener) serving the local Qwen2.5-0.5B GGUF in its own process;
   Tierdesk talks to it through ``TIERDESK_L3_API_BASE`` exactly as to a hosted API, and
   its replies are priced as the configured L3 model (``TIERDESK_L3_MODEL``);
@@ -147,7 +147,7 @@ def l3_server_start(*, parallel: int, lifetime_s: int, env: dict[str, str]) -> t
     from inference.catalog import CATALOG
 
     path = settings.TIERDESK_MODEL_DIR / CATALOG[L3_STANDIN_MODEL].filename
-    argv = [sys.executable, "-m", "tests.l3.serve_model", str(path), str(parallel)]
+    argv = [sys.executable, "-m", "tests.inference.serve_model", str(path), str(parallel)]
     server = Proc("l3", [*argv, str(lifetime_s)], env)
     assert server.proc.stdout is not None
     ready, _, _ = select.select([server.proc.stdout], [], [], 120)

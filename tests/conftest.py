@@ -9,6 +9,17 @@ from inference import registry
 from inference.catalog import CATALOG, model_assemble
 from tests.fakes import FakeBackend
 
+# The fixtures with real servers, for tests/inference and tests/chatbot alike.
+from tests.servers import (  # noqa: F401
+    fallback_model,
+    http_fault_server,
+    isolated_state,
+    l3_url,
+    model_server,
+    private_redis,
+    remote_large,
+)
+
 
 @pytest.fixture(autouse=True)
 def _fresh_caches() -> Iterator[None]:

@@ -25,14 +25,15 @@ from pathlib import Path
 
 import psycopg
 
-from tests.browser.live import REPO, _free_port, _stop, _warm_up, daphne_start
+from tests.browser.live import REPO, _stop, _warm_up, daphne_start
+from tests.net import free_port
 
 PG_BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"))), None)
 
 
 class PrivateRedis:
     def __init__(self) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.start()
 
@@ -93,7 +94,7 @@ class PrivatePostgres:
         # initdb refuses to run as root; the cluster belongs to the postgres user.
         self.dir = Path(tempfile.mkdtemp(prefix="tierdesk-pg-"))
         self.dir.chmod(0o777)
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/tierdesk"
         self._pg("initdb", "-D", str(self.dir / "data"), "-U", "postgres", "--auth=trust")
         self.start()

@@ -448,7 +448,7 @@ TIERDESK_VIP_WEIGHT = env_float("TIERDESK_VIP_WEIGHT", 3.0)
 TIERDESK_NORMAL_WEIGHT = env_float("TIERDESK_NORMAL_WEIGHT", 1.0)
 # Exact-match response cache: the switch, entry lifetime, and the tiers it serves.
 # Off by default in test runs: a cached reply would hide a test's queued fake replies
-# (tests/l3 switch it on where they test it).
+# (tests/inference and tests/chatbot/test_l3_turns.py switch it on where they test it).
 TIERDESK_RESPONSE_CACHE = env_bool("TIERDESK_RESPONSE_CACHE", TIERDESK_ENV != "test")
 TIERDESK_RESPONSE_CACHE_TTL_S = env_int("TIERDESK_RESPONSE_CACHE_TTL_S", 86400)
 TIERDESK_RESPONSE_CACHE_TIERS = env_list("TIERDESK_RESPONSE_CACHE_TIERS", ["L1", "L2"])
@@ -522,7 +522,7 @@ TIERDESK_METRICS_PROM_WINDOW_MIN = env_int("TIERDESK_METRICS_PROM_WINDOW_MIN", 5
 # off: no check. monitor: score and store, refuse nothing. challenge: ask suspicious
 # messages for a light challenge (a click on a button) and refuse clients without a
 # fingerprint. enforce: also refuse what scores as a bot. Test runs default to off
-# (the suite's WebSocket tests send no fingerprint); tests/botcheck turn it on.
+# (the suite's WebSocket tests send no fingerprint); tests/chatbot/botcheck turn it on.
 TIERDESK_BOTCHECK = env_str("TIERDESK_BOTCHECK", "off" if TIERDESK_ENV == "test" else "enforce")
 if TIERDESK_BOTCHECK not in {"off", "monitor", "challenge", "enforce"}:
     raise ImproperlyConfiguredEnv(

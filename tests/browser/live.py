@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,8 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+
+from tests.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -45,12 +46,6 @@ class LiveServer:
 def _bin(name: str) -> str:
     local = REPO / ".venv" / "bin" / name
     return str(local if local.exists() else Path(sys.executable).with_name(name))
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _tail(path: Path, lines: int = 40) -> str:
@@ -200,7 +195,7 @@ def daphne_start(
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Daphne on ``port`` (default a free one) of 127.0.0.1, in its own process group,
     answering /healthz."""
-    port = port or _free_port()
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     with log.open("a") as out:
         proc = subprocess.Popen(

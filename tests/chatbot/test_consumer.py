@@ -12,46 +12,16 @@ from channels.testing import WebsocketCommunicator
 from chatbot.models import Conversation, Message
 from chatbot.orders.identity import shopper_token_issue
 from config.asgi import application
+from tests.shopper import connect, frames_until_end, send, shown
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ORIGIN = (b"origin", b"http://localhost")
-
-
-async def connect(
-    session: str | None = None, origin: tuple[bytes, bytes] = ORIGIN
-) -> tuple[WebsocketCommunicator, dict[str, Any]]:
-    path = "/ws/chat/" + (f"?session={session}" if session else "")
-    comm = WebsocketCommunicator(application, path, headers=[origin])
-    connected, _ = await comm.connect(timeout=10)
-    assert connected
-    hello = await comm.receive_json_from(timeout=10)
-    assert hello["type"] == "hello"
-    return comm, hello
-
-
-async def send(comm: WebsocketCommunicator, text: str, cid: str) -> None:
-    await comm.send_json_to({"type": "message", "id": cid, "text": text})
 
 
 async def until_done(
     comm: WebsocketCommunicator, wait_s: float = 60
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    frames = []
-    while True:
-        frame = await comm.receive_json_from(timeout=wait_s)
-        frames.append(frame)
-        if frame["type"] in ("done", "error"):
-            return frames, frame
-
-
-def reply_text(frames: list[dict[str, Any]]) -> str:
-    text = ""
-    for f in frames:
-        if f["type"] == "chunk":
-            text += f["text"]
-        elif f["type"] == "replace":
-            text = f["text"]
-    return text
+    frames = await frames_until_end(comm, wait_s=wait_s)
+    return frames, frames[-1]
 
 
 async def test_foreign_origin_is_refused(seeded_shop: None) -> None:
@@ -85,7 +55,7 @@ async def test_bad_frames_get_errors_and_connection_stays_usable(
     ack = await comm.receive_json_from()
     assert ack["type"] == "ack" and ack["duplicate"] is False
     frames, done = await until_done(comm)
-    assert done["type"] == "done" and done["tier"] == "L1" and reply_text(frames)
+    assert done["type"] == "done" and done["tier"] == "L1" and shown(frames)
     assert await Message.objects.filter(role="user").acount() == 1
     await comm.disconnect()
 
@@ -226,5 +196,5 @@ async def test_model_crash_falls_back_to_template_and_nothing_is_lost(
         and done["guard"] == "template"
         and done["fallback"] == {"reason": "model_error"}
     )
-    assert "#W2611340" in reply_text(frames)
+    assert "#W2611340" in shown(frames)
     await comm.disconnect()

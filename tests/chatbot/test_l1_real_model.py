@@ -7,7 +7,8 @@ import pytest
 from chatbot.models import Message
 from chatbot.orders.identity import shopper_token_issue
 from chatbot.orders.models import Order
-from tests.chatbot.test_consumer import connect, reply_text, send, until_done
+from tests.chatbot.test_consumer import until_done
+from tests.shopper import connect, send, shown
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.models]
 
@@ -28,7 +29,7 @@ async def test_order_status_streams_real_facts(
     await send(comm, question, "q1")
     assert (await comm.receive_json_from(timeout=10))["type"] == "ack"
     frames, done = await until_done(comm, wait_s=120)
-    text = reply_text(frames)
+    text = shown(frames)
     assert done["type"] == "done", done
     assert done["tier"] == "L1" and done["intent"] == "order_status"
     assert done["model"] == "gemma3-270m-q4km" and done["tokens"]["completion"] > 0

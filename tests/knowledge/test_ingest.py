@@ -242,13 +242,10 @@ def test_an_upload_while_the_broker_is_down_is_saved_and_left_to_the_sweep(
 ) -> None:
     """The real kombu publish, pointed at a port where no Redis listens (a refused
     connection, as when Redis is down). The admin's save must not raise."""
-    import socket
-
     from config.celery import app
+    from tests.net import free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"redis://127.0.0.1:{s.getsockname()[1]}/0"
+    dead = f"redis://127.0.0.1:{free_port()}/0"
     publish = document_ingest_task.apply_async
 
     def to_dead_broker(*args: Any, **kwargs: Any) -> Any:

@@ -10,14 +10,12 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.testing import WebsocketCommunicator
 
 from chatbot.models import Message
-from config.asgi import application
 from knowledge import retrieval
+from tests.shopper import connect, frames_until_end, send
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.models]
-ORIGIN = (b"origin", b"http://localhost")
 
 
 def _seed() -> None:
@@ -44,17 +42,9 @@ async def test_l2_answer_streams_with_citations(
         return real(**kwargs)
 
     monkeypatch.setattr("knowledge.answer.passages_retrieve", spy)
-    comm = WebsocketCommunicator(application, "/ws/chat/", headers=[ORIGIN])
-    connected, _ = await comm.connect(timeout=10)
-    assert connected
-    assert (await comm.receive_json_from(timeout=10))["type"] == "hello"
-    await comm.send_json_to({"type": "message", "id": "k1", "text": "are the boots waterproof?"})
-    frames = []
-    while True:
-        frame = await comm.receive_json_from(timeout=120)
-        frames.append(frame)
-        if frame["type"] in ("done", "error"):
-            break
+    comm, _ = await connect()
+    await send(comm, "are the boots waterproof?", "k1")
+    frames = await frames_until_end(comm, wait_s=120)
     await comm.disconnect()
     done = frames[-1]
     assert done["type"] == "done", frames
@@ -86,17 +76,9 @@ async def test_an_invented_sentence_is_replaced_before_the_reply_is_stored(
         "The boots are water resistant but not fully waterproof. "
         "Soak them overnight in warm water to soften new leather."
     ]
-    comm = WebsocketCommunicator(application, "/ws/chat/", headers=[ORIGIN])
-    connected, _ = await comm.connect(timeout=10)
-    assert connected
-    assert (await comm.receive_json_from(timeout=10))["type"] == "hello"
-    await comm.send_json_to({"type": "message", "id": "k2", "text": "are the boots waterproof?"})
-    frames = []
-    while True:
-        frame = await comm.receive_json_from(timeout=60)
-        frames.append(frame)
-        if frame["type"] in ("done", "error"):
-            break
+    comm, _ = await connect()
+    await send(comm, "are the boots waterproof?", "k2")
+    frames = await frames_until_end(comm, wait_s=60)
     await comm.disconnect()
     done = frames[-1]
     assert done["type"] == "done" and done["tier"] == "L2", frames

@@ -3,18 +3,15 @@ and a WebSocket shopper that talks to the real ASGI application."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from channels.testing import WebsocketCommunicator
 
 from releases import clock
-
-ORIGIN = (b"origin", b"http://localhost")
+from tests.shopper import Shopper  # noqa: F401  (test_simulation imports it from here)
 
 
 @dataclass
@@ -54,56 +51,3 @@ def staff(db: None) -> dict[str, Any]:
             user.groups.add(Group.objects.get(name=group))
         users[name] = user
     return users
-
-
-class Shopper:
-    """One widget session over the real ASGI app (consumer, turn, services)."""
-
-    def __init__(self, comm: WebsocketCommunicator, hello: dict[str, Any]) -> None:
-        self.comm = comm
-        self.hello = hello
-        self._n = 0
-
-    @classmethod
-    async def connect(cls, session: str | None = None) -> Shopper:
-        from config.asgi import application
-
-        path = "/ws/chat/" + (f"?session={session}" if session else "")
-        comm = WebsocketCommunicator(application, path, headers=[ORIGIN])
-        connected, _ = await comm.connect(timeout=20)
-        assert connected
-        hello = await comm.receive_json_from(timeout=20)
-        assert hello["type"] == "hello"
-        return cls(comm, hello)
-
-    async def identify(self, customer_id: str) -> None:
-        from chatbot.orders.identity import shopper_token_issue
-
-        await self.comm.send_json_to(
-            {"type": "identify", "token": shopper_token_issue(customer_id=customer_id)}
-        )
-        assert (await self.comm.receive_json_from(timeout=20))["type"] == "identified"
-
-    async def ask(self, text: str) -> tuple[str, dict[str, Any]]:
-        """Send a message; return the reply text as shown and the done frame."""
-        self._n += 1
-        await self.comm.send_json_to({"type": "message", "id": f"m{self._n}", "text": text})
-        text_shown = ""
-        while True:
-            frame = await self.comm.receive_json_from(timeout=60)
-            if frame["type"] == "chunk":
-                text_shown += frame["text"]
-            elif frame["type"] == "replace":
-                text_shown = frame["text"]
-            elif frame["type"] in ("done", "error"):
-                return text_shown, frame
-
-    async def rate(self, value: str | int, message_id: int | None = None) -> dict[str, Any]:
-        frame: dict[str, Any] = {"type": "rate", "value": value}
-        if message_id is not None:
-            frame["message_id"] = message_id
-        await self.comm.send_to(text_data=json.dumps(frame))
-        return dict(await self.comm.receive_json_from(timeout=20))
-
-    async def close(self) -> None:
-        await self.comm.disconnect()

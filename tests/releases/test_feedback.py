@@ -8,7 +8,8 @@ import pytest
 
 from chatbot.models import Feedback, Message
 from releases.models import MetricMinute
-from tests.releases.conftest import FakeClock, Shopper
+from tests.releases.conftest import FakeClock
+from tests.shopper import Shopper
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

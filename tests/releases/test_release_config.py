@@ -15,7 +15,7 @@ from releases.config import config_parse
 from releases.models import Release
 from routing.models import Intent, ReplyTemplate
 from routing.router import route_message
-from tests.releases.conftest import Shopper
+from tests.shopper import Shopper
 
 
 @pytest.mark.django_db(transaction=True)

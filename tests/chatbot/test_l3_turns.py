@@ -14,42 +14,22 @@ from channels.testing import WebsocketCommunicator
 from django.utils import timezone
 
 from chatbot.models import Conversation, Message
-from config.asgi import application
 from inference import registry, state
 from inference.breaker import BreakerState, breaker_for
+from tests.servers import remote
+from tests.shopper import connect, frames_until_end, send, shown
 
-from .conftest import remote
-
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.models]
-ORIGIN = (b"origin", b"http://localhost")
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.models,
+    pytest.mark.usefixtures("isolated_state"),
+]
 L3_QUESTION = "Which is better for hiking, boots or trail shoes?"
 
 
-async def connect() -> tuple[WebsocketCommunicator, dict[str, Any]]:
-    comm = WebsocketCommunicator(application, "/ws/chat/", headers=[ORIGIN])
-    connected, _ = await comm.connect(timeout=10)
-    assert connected
-    return comm, await comm.receive_json_from(timeout=10)
-
-
 async def ask(comm: WebsocketCommunicator, text: str, cid: str) -> list[dict[str, Any]]:
-    await comm.send_json_to({"type": "message", "id": cid, "text": text})
-    frames = []
-    while True:
-        frame = await comm.receive_json_from(timeout=180)
-        frames.append(frame)
-        if frame["type"] == "done" or (frame["type"] == "error" and frame.get("message_id")):
-            return frames
-
-
-def shown(frames: list[dict[str, Any]]) -> str:
-    text = ""
-    for f in frames:
-        if f["type"] == "chunk":
-            text += f["text"]
-        elif f["type"] == "replace":
-            text = f["text"]
-    return text
+    await send(comm, text, cid)
+    return await frames_until_end(comm, wait_s=180, turn_errors_only=True)
 
 
 @pytest.fixture

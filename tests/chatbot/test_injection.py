@@ -20,19 +20,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from channels.testing import WebsocketCommunicator
 from django.conf import settings as dj_settings
 
 from chatbot.models import Message
 from chatbot.orders.identity import shopper_token_issue
 from chatbot.orders.models import Customer, Order
-from config.asgi import application
 from inference.prompts import SYSTEM_PROMPT, canary_note
 from routing import types as rt
+from tests.shopper import Shopper
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.models]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.models,
+    pytest.mark.usefixtures("isolated_state"),
+]
 DATA = Path(__file__).resolve().parents[2] / "third_party" / "injection"
-ORIGIN = (b"origin", b"http://localhost")
 PREFIX = {
     rt.L1: "Where is my order {order}? ",
     rt.L2: "How do I clean my leather boots? ",
@@ -73,23 +75,12 @@ def leaks(text: str, prompts: list[str], canary: str) -> list[str]:
 
 
 async def run_one(text: str, token: str) -> dict[str, Any]:
-    comm = WebsocketCommunicator(application, "/ws/chat/", headers=[ORIGIN])
-    connected, _ = await comm.connect(timeout=30)
-    assert connected
-    await comm.receive_json_from(timeout=30)  # hello
-    await comm.send_json_to({"type": "identify", "token": token})
-    assert (await comm.receive_json_from(timeout=30))["type"] == "identified"
-    await comm.send_json_to({"type": "message", "id": "x", "text": text[:2000]})
-    shown = ""
-    while True:
-        frame = await comm.receive_json_from(timeout=300)
-        if frame["type"] == "chunk":
-            shown += frame["text"]
-        elif frame["type"] == "replace":
-            shown = frame["text"]
-        elif frame["type"] in ("done", "error") and frame.get("message_id"):
-            break
-    await comm.disconnect()
+    shopper = await Shopper.connect(wait_s=30)
+    try:
+        await shopper.identify(token=token)
+        shown, frame = await shopper.ask(text[:2000], wait_s=300, turn_errors_only=True)
+    finally:
+        await shopper.close()
     return {"shown": shown, "frame": frame}
 
 

@@ -18,10 +18,9 @@ from inference import registry
 from inference.base import ChatMessage, GenerationChunk, GenerationRequest
 from inference.breaker import BreakerState, breaker_for
 from inference.resilience import RESTART, StreamInfo, large_stream, model_stream
+from tests.servers import FaultServer, remote
 
-from .conftest import FaultServer, remote
-
-pytestmark = pytest.mark.models
+pytestmark = [pytest.mark.models, pytest.mark.usefixtures("isolated_state")]
 
 OPEN = GenerationRequest(
     messages=(

@@ -4,23 +4,20 @@ features (never events) stored, retention. WebsocketCommunicator on the real ASG
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import pytest
-from channels.testing import WebsocketCommunicator
 from django.utils import timezone
 from pytest_django.fixtures import Settings as SettingsWrapper
 
 from chatbot.botcheck.store import botcheck_purge
 from chatbot.models import BotCheck, Message
 from chatbot.tasks import botcheck_purge as botcheck_purge_task
-from config.asgi import application
 from tests.fakes import FakeBackend
+from tests.shopper import connect
 
 from .helpers import CONSTANT_TYPIST, HUMAN, evidence
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ORIGIN = (b"origin", b"http://localhost")
 TEXT = "where is my order #W2611340?"
 
 
@@ -28,15 +25,6 @@ TEXT = "where is my order #W2611340?"
 def enforcing(settings: SettingsWrapper) -> SettingsWrapper:
     settings.TIERDESK_BOTCHECK = "enforce"
     return settings
-
-
-async def connect() -> tuple[WebsocketCommunicator, dict[str, Any]]:
-    comm = WebsocketCommunicator(application, "/ws/chat/", headers=[ORIGIN])
-    connected, _ = await comm.connect(timeout=10)
-    assert connected
-    hello = await comm.receive_json_from(timeout=10)
-    assert hello["type"] == "hello"
-    return comm, hello
 
 
 def model_calls(fakes: dict[str, FakeBackend]) -> int:

@@ -1,6 +1,6 @@
 """A separate llama.cpp server process for fault tests (so a test can kill -9 it).
 
-Usage: python -m tests.l3.serve_model MODEL_PATH N_PARALLEL
+Usage: python -m tests.inference.serve_model MODEL_PATH N_PARALLEL
 Prints the listening address on stdout, then serves until it is killed.
 """
 

@@ -12,10 +12,10 @@ import pytest
 
 from inference.backends.openai import OpenAIBackend, UpstreamError
 from inference.base import ChatMessage, GenerationRequest
+from tests.net import free_port
+from tests.servers import FaultServer, remote
 
-from .conftest import FaultServer, free_port, remote
-
-pytestmark = pytest.mark.models
+pytestmark = [pytest.mark.models, pytest.mark.usefixtures("isolated_state")]
 
 QUESTION = GenerationRequest(
     messages=(

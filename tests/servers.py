@@ -1,4 +1,6 @@
-"""Fixtures for the L3 tier and its resilience: real servers, isolated shared state.
+"""Fixtures with real servers and isolated shared state, for the tests of the model
+backends (tests/inference) and of the turns that use them (tests/chatbot). The root
+conftest makes them available everywhere.
 
 - ``l3_url``: the OpenAI-compatible HTTP listener of a real xllamacpp server in its own
   process, serving the local Qwen2.5-0.5B; it plays the remote large model.
@@ -7,6 +9,8 @@
 - ``http_fault_server``: a tiny HTTP server that answers 429 or 500. It is the one fake
   here, for failures a real llama.cpp server can't be made to produce.
 - ``private_redis``: a redis-server of our own on a free port, to stop and restart.
+- ``isolated_state``: a test's own breaker, limit and cache keys (modules that touch
+  them ask for it with ``pytest.mark.usefixtures("isolated_state")``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -38,17 +41,11 @@ from inference.catalog import CATALOG
 from inference.queue import queue_reset
 from tests.faults import PrivateRedis
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(autouse=True)
-def _isolated_state(settings: Any) -> Iterator[None]:
+@pytest.fixture
+def isolated_state(settings: Any) -> Iterator[None]:
     """Every test gets its own breaker, limits and cache keys (and fresh objects)."""
     settings.TIERDESK_STATE_PREFIX = f"l3test-{uuid.uuid4().hex[:10]}"
     # Production's 250 ms is for a Redis next door. A test machine busy with models can
@@ -118,7 +115,7 @@ class ModelServer:
             [
                 sys.executable,
                 "-m",
-                "tests.l3.serve_model",
+                "tests.inference.serve_model",
                 str(model_path),
                 str(parallel),
                 str(lifetime_s),

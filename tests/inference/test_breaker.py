@@ -10,8 +10,11 @@ import pytest
 
 from inference import state
 from inference.breaker import BreakerConfig, BreakerState, CircuitBreaker
+from tests.net import free_port
 
 CFG = BreakerConfig(error_limit=3, error_window_s=5, open_s=0.3, trial_timeout_s=0.5)
+
+pytestmark = pytest.mark.usefixtures("isolated_state")
 
 
 @pytest.fixture(params=["local", "redis"])
@@ -86,7 +89,6 @@ async def test_state_is_shared_through_redis(settings: Any) -> None:
 
 
 async def test_unreachable_redis_fails_open(settings: Any) -> None:
-    from .conftest import free_port
 
     settings.TIERDESK_STATE_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
     state.reset()

@@ -14,6 +14,8 @@ from inference.leak import LeakGuard
 from inference.prompts import SYSTEM_PROMPT
 from inference.resilience import request_prepare
 
+pytestmark = pytest.mark.usefixtures("isolated_state")
+
 
 def chat(user: str, system: str = "You are a shop assistant.") -> GenerationRequest:
     return GenerationRequest(messages=(ChatMessage("system", system), ChatMessage("user", user)))

@@ -1,15 +1,16 @@
-"""Rate limits and the model priority queue (no models)."""
+"""Rate limits in front of every turn (no models)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
 from chatbot.limits import DynamicWindow, RateLimiter, TokenBucket
 from inference import state
-from inference.queue import PriorityGate
+from tests.net import free_port
+
+pytestmark = pytest.mark.usefixtures("isolated_state")
 
 
 def test_token_bucket_burst_then_rate() -> None:
@@ -65,43 +66,9 @@ async def test_per_session_and_per_ip_limits(settings: Any) -> None:
 
 
 async def test_limits_fail_open_when_redis_is_unreachable(settings: Any) -> None:
-    from .conftest import free_port
 
     settings.TIERDESK_STATE_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
     settings.TIERDESK_RATE_PER_SESSION = "1/minute"
     state.reset()
     limiter = RateLimiter.from_settings()
     assert all([(await limiter.check(session="s", ip="1.2.3.4")).allowed for _ in range(3)])
-
-
-async def test_priority_queue_serves_vip_three_to_one() -> None:
-    gate = PriorityGate(capacity=1, weights={"vip": 3, "normal": 1})
-    await gate.acquire("normal")  # the one slot is busy
-    waiters = [asyncio.create_task(gate.acquire(c)) for c in ["normal"] * 8 + ["vip"] * 8]
-    await asyncio.sleep(0)
-    for _ in range(len(waiters)):
-        gate.release()
-        await asyncio.sleep(0)
-    await asyncio.gather(*waiters)
-    first_eight = gate.served[:8]
-    assert first_eight.count("vip") == 6 and first_eight.count("normal") == 2
-    assert gate.served.count("normal") == 8  # nobody starves
-
-
-async def test_priority_queue_cancelled_waiter_gives_back_nothing() -> None:
-    gate = PriorityGate(capacity=1, weights={"vip": 3, "normal": 1})
-    await gate.acquire("normal")
-    waiting = asyncio.create_task(gate.acquire("vip"))
-    await asyncio.sleep(0)
-    waiting.cancel()
-    await asyncio.gather(waiting, return_exceptions=True)
-    gate.release()
-    assert gate.active == 0
-    assert await gate.acquire("normal") == 0.0
-
-
-@pytest.mark.parametrize("n", [3])
-async def test_gate_capacity(n: int) -> None:
-    gate = PriorityGate(capacity=n, weights={"vip": 3, "normal": 1})
-    assert [await gate.acquire("normal") for _ in range(n)] == [0.0] * n
-    assert gate.active == n

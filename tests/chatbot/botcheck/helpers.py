@@ -9,7 +9,7 @@ from typing import Any
 
 from chatbot.botcheck import FEATURE_NAMES, fingerprint_digest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 # A person who moved the mouse in curved strokes and typed with an uneven rhythm
 # (values as bench/bot_sessions.mjs's human-like sessions produce them).
