@@ -9,9 +9,12 @@ metrics' own histograms (``releases.metrics``); every beat reads sliding
 windows the way ``services.release_evaluate`` does (the minutes ``now - window`` ..
 ``now``, never before the start) and runs the production ``guardrails.evaluate``.
 
-One trace of check statuses per seeded run; every rollback rule then walks the same
-trace (a rule only changes what happens after it fires, so the trace up to its first
-rollback is the same for all of them). Reported per rule and regime:
+One trace of checks per seeded run (status, p-value and margin, so a rule can apply a
+stricter alpha to the same numbers; and, on demand, the checks on the minutes after a
+given one, for a confirmation on data an earlier breach did not see); every rollback
+rule then walks the same trace (a rule only changes what happens after it fires, so the
+trace up to its first rollback is the same for all of them). The chosen rule runs the
+production ``releases.guardrails.rule_step``. Reported per rule and regime:
 
 - regressions (+15%, +30%, +200% p95 on the regressed tiers): beats, minutes and the
   candidate's weight at rollback (p50/p90 over runs), and the share of runs that were
@@ -38,7 +41,7 @@ import platform
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
@@ -50,7 +53,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "guardrails.json"
 REGRESSIONS = (15, 30, 200)
-OLD, NEW = "old_consecutive2", "data_streak2"  # today's rule, and the one chosen
+# The rule before issue #19, the rule of commit 0a95cea, and the rule chosen here.
+OLD, STREAK, NEW = "old_consecutive2", "data_streak2", "fresh_confirm_or_strong2"
+LABELS = {"old_rule": OLD, "streak_rule": STREAK, "new_rule": NEW}
 
 
 def _django() -> None:
@@ -152,13 +157,38 @@ REGIMES = {
 }
 
 
+@dataclass(frozen=True)
+class Look:
+    """One check at one beat: its status at the configured alpha, its p-value scaled to
+    that alpha (the latency checks' Bonferroni share undone, so ``p < alpha'`` is the
+    check at any other family alpha) and whether the observed difference reached the
+    margin. A rule with a stricter alpha re-derives the status from these."""
+
+    status: str
+    p: float
+    margin: bool
+
+    def at(self, alpha: float) -> str:
+        from releases.guardrails import BREACH, INSUFFICIENT, PASS
+
+        if self.status == INSUFFICIENT:
+            return INSUFFICIENT
+        return BREACH if self.margin and self.p < alpha else PASS
+
+
 @dataclass
 class Beat:
     minute: int
     weight: int
-    statuses: dict[str, str]
-    healthy: bool  # Evaluation.healthy_with_data
+    looks: dict[str, Look]
     with_data: bool  # some check had data
+    # The checks on the minutes lo..now only (a confirmation on data the earlier
+    # breach did not see); computed on demand.
+    fresh: Callable[[int], dict[str, Look]]
+
+    @property
+    def statuses(self) -> dict[str, str]:
+        return {name: look.status for name, look in self.looks.items()}
 
 
 def _traffic(
@@ -239,165 +269,260 @@ def _window(
     return Window(replies=int(rep[v, k]), hist=hist[v, k].tolist())
 
 
-def simulate(regime: Regime, regression_pct: float, seed: int, minutes: int) -> Iterator[Beat]:
-    """The guardrail's statuses at every beat of one release, as they come (never
-    stopped here: each rule decides when it would have been)."""
-    from releases.guardrails import INSUFFICIENT, GuardSettings, evaluate
+def _looks(
+    regime: Regime, c: dict[str, np.ndarray], lo: int, lo_csat: int, hi: int
+) -> dict[str, Look]:
+    """The production ``evaluate`` on minutes lo..hi-1 (CSAT from lo_csat)."""
+    from releases.guardrails import GuardSettings, evaluate
     from releases.metrics import Window
 
     cfg = GuardSettings(
         min_replies=regime.min_replies, min_ratings=regime.min_ratings, alpha=regime.alpha
     )
+    rep = c["replies"][hi] - c["replies"][lo]  # (2, tiers)
+    rat = c["ratings"][hi] - c["ratings"][lo_csat]
+    if rep[1].sum() < regime.min_replies and rat[1] < regime.min_ratings:
+        return {}  # nothing can have data (the candidate is the smaller variant)
+    hist = c["hist"][hi] - c["hist"][lo]  # (2, tiers, HIST)
+    err = c["errors"][hi] - c["errors"][lo]
+    sat = c["satisfied"][hi] - c["satisfied"][lo_csat]
+    names = [t.name for t in regime.tiers]
+    win = functools.partial(_window, rep, err, hist)
+    result = evaluate(
+        candidate=win(1),
+        stable=win(0),
+        candidate_tiers={n: win(1, k) for k, n in enumerate(names) if rep[1, k]},
+        stable_tiers={n: win(0, k) for k, n in enumerate(names) if rep[0, k]},
+        candidate_csat=Window(ratings=int(rat[1]), satisfied=int(sat[1])),
+        stable_csat=Window(ratings=int(rat[0]), satisfied=int(sat[0])),
+        cfg=cfg,
+    )
+    return {
+        ch.name: Look(
+            ch.status,
+            1.0 if ch.p_value is None or not ch.alpha else ch.p_value * regime.alpha / ch.alpha,
+            ch.margin,
+        )
+        for ch in result.checks
+    }
+
+
+def simulate(regime: Regime, regression_pct: float, seed: int, minutes: int) -> Iterator[Beat]:
+    """The guardrail's checks at every beat of one release, as they come (never
+    stopped here: each rule decides when it would have been)."""
+    from releases.guardrails import INSUFFICIENT
+
     rng = np.random.default_rng(seed)
     c = _traffic(regime, minutes, regression_pct, rng)
-    names = [t.name for t in regime.tiers]
     for now in range(regime.beat_min, minutes, regime.beat_min):
         lo, hi = max(0, now - regime.window_min), now + 1  # minutes lo..now, as the service
         lo_csat = max(0, now - regime.csat_window_min)
-        rep = c["replies"][hi] - c["replies"][lo]  # (2, tiers)
-        rat = c["ratings"][hi] - c["ratings"][lo_csat]
-        if rep[1].sum() < regime.min_replies and rat[1] < regime.min_ratings:
-            # Nothing can have data (the candidate is the smaller variant): skip the work.
-            yield Beat(now, regime.weight_during(now), {}, False, False)
-            continue
-        hist = c["hist"][hi] - c["hist"][lo]  # (2, tiers, HIST)
-        err = c["errors"][hi] - c["errors"][lo]
-        sat = c["satisfied"][hi] - c["satisfied"][lo_csat]
+        looks = _looks(regime, c, lo, lo_csat, hi)
 
-        win = functools.partial(_window, rep, err, hist)
-        result = evaluate(
-            candidate=win(1),
-            stable=win(0),
-            candidate_tiers={n: win(1, k) for k, n in enumerate(names) if rep[1, k]},
-            stable_tiers={n: win(0, k) for k, n in enumerate(names) if rep[0, k]},
-            candidate_csat=Window(ratings=int(rat[1]), satisfied=int(sat[1])),
-            stable_csat=Window(ratings=int(rat[0]), satisfied=int(sat[0])),
-            cfg=cfg,
-        )
-        statuses = {ch.name: ch.status for ch in result.checks}
+        def fresh(since: int, hi: int = hi) -> dict[str, Look]:
+            return _looks(regime, c, since, since, hi)
+
         yield Beat(
             now,
             regime.weight_during(now),
-            statuses,
-            result.healthy_with_data,
-            any(s != INSUFFICIENT for s in statuses.values()),
+            looks,
+            any(x.status != INSUFFICIENT for x in looks.values()),
+            fresh,
         )
 
 
 # --- the rules ---------------------------------------------------------------------------
 
 
+def _healthy(statuses: dict[str, str]) -> bool:
+    """Evaluation.healthy_with_data: no breach, latency:all and errors had data."""
+    return (
+        "breach" not in statuses.values()
+        and statuses.get("latency:all", "insufficient") != "insufficient"
+        and statuses.get("errors", "insufficient") != "insufficient"
+    )
+
+
 class Rule:
-    """Walks a trace beat by beat; ``step`` says whether this beat rolls back."""
+    """Walks a trace beat by beat; ``step`` names the check that rolls back, if any."""
 
     name = ""
     description = ""
 
-    def reset(self) -> None:
+    def reset(self, regime: Regime) -> None:
+        self.regime = regime
+
+    def step(self, beat: Beat) -> str | None:
         raise NotImplementedError
 
-    def step(self, statuses: dict[str, str]) -> bool:
-        raise NotImplementedError
+    def statuses(self, beat: Beat) -> dict[str, str]:
+        """The statuses this rule sees (for promotion: healthy with data)."""
+        return beat.statuses
 
     def pending(self) -> bool:
         """An unresolved breach (promotion waits for it)."""
         return False
 
 
+def _first_breach(statuses: dict[str, str]) -> str | None:
+    return next((n for n, s in sorted(statuses.items()) if s == "breach"), None)
+
+
 class Consecutive(Rule):
-    """Today's rule: K beats with a breach in a row; any beat without one resets."""
+    """The rule before issue #19: K beats with a breach in a row; any beat without one
+    resets."""
 
     def __init__(self, k: int = 2) -> None:
         self.k = k
         self.name = f"old_consecutive{k}"
         self.description = f"{k} beats with a breach in a row; any beat without a breach resets"
 
-    def reset(self) -> None:
+    def reset(self, regime: Regime) -> None:
+        super().reset(regime)
         self.streak = 0
 
-    def step(self, statuses: dict[str, str]) -> bool:
+    def step(self, beat: Beat) -> str | None:
+        statuses = beat.statuses
         self.streak = self.streak + 1 if "breach" in statuses.values() else 0
-        return self.streak >= self.k
+        return _first_breach(statuses) if self.streak >= self.k else None
+
+
+def planned_evaluations(regime: Regime) -> int:
+    """The looks from the start to the planned promotion, as production counts them
+    (``releases.guardrails.planned_evaluations`` with the 60-second beat; the test
+    regime's settings keep that beat too, though its clock jumps 20 minutes a round)."""
+    from releases.guardrails import planned_evaluations as planned
+
+    return planned(
+        start_weight=regime.start_weight,
+        max_weight=regime.max_weight,
+        step_pct=regime.step_pct,
+        step_interval_min=regime.step_interval_min,
+        hold_min=regime.hold_min,
+        tick_s=60.0,
+    )
+
+
+def independent_windows(regime: Regime, check: str) -> int:
+    """Non-overlapping windows of this check's length in the planned release."""
+    window = regime.csat_window_min if check == "csat" else regime.window_min
+    return max(1, math.ceil(regime.promote_min / window))
 
 
 class DataStreak(Rule):
     """Per check: K breaches with no pass of that check in between; a beat where the
-    check had no data neither counts nor resets (the production rule:
-    ``releases.guardrails.streaks_update``)."""
+    check had no data neither counts nor resets (``releases.guardrails.streaks_update``,
+    the rule of commit 0a95cea). ``spend``: each breach at a Bonferroni share of alpha,
+    over the release's independent windows (``windows``) or its every planned
+    evaluation (``evaluations``)."""
 
-    def __init__(self, k: int = 2) -> None:
-        self.k = k
-        self.name = f"data_streak{k}"
+    def __init__(self, k: int = 2, spend: str = "") -> None:
+        self.k, self.spend = k, spend
+        self.name = f"data_streak{k}" + (f"_alpha_per_{spend[:-1]}" if spend else "")
         self.description = (
             f"{k} breaches of one check in a row among the beats where it had data; "
             "only a pass with data resets it"
+            + (
+                {
+                    "windows": "; alpha / the planned release's non-overlapping windows",
+                    "evaluations": "; alpha / the planned release's evaluations",
+                }[spend]
+                if spend
+                else ""
+            )
         )
 
-    def reset(self) -> None:
+    def reset(self, regime: Regime) -> None:
+        super().reset(regime)
         self.streaks: dict[str, int] = {}
 
-    def step(self, statuses: dict[str, str]) -> bool:
+    def alpha(self, check: str) -> float:
+        if self.spend == "windows":
+            return self.regime.alpha / independent_windows(self.regime, check)
+        if self.spend == "evaluations":
+            return self.regime.alpha / planned_evaluations(self.regime)
+        return self.regime.alpha
+
+    def statuses(self, beat: Beat) -> dict[str, str]:
+        if not self.spend:
+            return beat.statuses
+        return {n: look.at(self.alpha(n)) for n, look in beat.looks.items()}
+
+    def step(self, beat: Beat) -> str | None:
         from releases.guardrails import streaks_update
 
-        self.streaks = streaks_update(self.streaks, statuses)
-        return max(self.streaks.values(), default=0) >= self.k
+        self.streaks = streaks_update(self.streaks, self.statuses(beat))
+        fired = sorted(n for n, v in self.streaks.items() if v >= self.k)
+        return fired[0] if fired else None
 
     def pending(self) -> bool:
         return bool(self.streaks)
 
 
-class WithFailureLimit(Rule):
-    """Another rule, or K breaching beats in total over the release (Argo failureLimit)."""
+class FreshConfirm(Rule):
+    """A breach at alpha is confirmed or cleared by the first evaluation of that check
+    on data it did not see (the minutes after it) that has the minimum sample: one
+    independent look at alpha. With ``strong``: or 2 breaches in a row (among the beats
+    with data) at alpha / the planned evaluations, evidence that survives every look."""
 
-    def __init__(self, inner: Rule, limit: int) -> None:
-        self.inner, self.limit = inner, limit
-        self.name = f"{inner.name}+limit{limit}"
-        self.description = f"{inner.description}; or {limit} breaching beats in total"
+    def __init__(self, strong: bool = False, strong_k: int = 2) -> None:
+        self.strong, self.strong_k = strong, strong_k
+        self.name = "fresh_confirm" + (f"_or_strong{strong_k}" if strong else "")
+        self.description = (
+            "a breach at alpha, confirmed by one breach at alpha on the minutes after it "
+            "(the first beat where they have the minimum sample; a pass there clears it)"
+            + (
+                f"; or {strong_k} breaches in a row among the beats with data at alpha / the "
+                "planned evaluations"
+                if strong
+                else ""
+            )
+        )
 
-    def reset(self) -> None:
-        self.inner.reset()
-        self.total = 0
+    def reset(self, regime: Regime) -> None:
+        super().reset(regime)
+        self.waiting: dict[str, str] = {}  # check -> minute of the breach to confirm
+        self.strong_streaks: dict[str, int] = {}
 
-    def step(self, statuses: dict[str, str]) -> bool:
-        self.total += "breach" in statuses.values()
-        return self.inner.step(statuses) or self.total >= self.limit
+    def step(self, beat: Beat) -> str | None:
+        """The production rule, ``releases.guardrails.rule_step``."""
+        from releases.guardrails import INSUFFICIENT, rule_step
+
+        strict: dict[str, str] = {}
+        if self.strong:
+            factor = 1 / planned_evaluations(self.regime)
+            strict = {n: x.at(self.regime.alpha * factor) for n, x in beat.looks.items()}
+        confirmations: dict[str, str] = {}
+        fresh: dict[str, dict[str, Look]] = {}
+        for name, since in self.waiting.items():
+            if since not in fresh:
+                fresh[since] = beat.fresh(int(since) + 1)
+            look = fresh[since].get(name)
+            confirmations[name] = look.status if look is not None else INSUFFICIENT
+        self.waiting, self.strong_streaks, fired = rule_step(
+            waiting=self.waiting,
+            streaks=self.strong_streaks,
+            now_key=str(beat.minute),
+            statuses=beat.statuses,
+            strict=strict,
+            confirmations=confirmations,
+            needed=self.strong_k,
+        )
+        return fired.check if fired else None
 
     def pending(self) -> bool:
-        return self.inner.pending()
-
-
-class MOfN(Rule):
-    """Per check: m breaches among its last n evaluations with data."""
-
-    def __init__(self, m: int, n: int) -> None:
-        self.m, self.n = m, n
-        self.name = f"{m}_of_last_{n}_with_data"
-        self.description = f"{m} breaches of one check among its last {n} evaluations with data"
-
-    def reset(self) -> None:
-        self.seen: dict[str, list[bool]] = {}
-
-    def step(self, statuses: dict[str, str]) -> bool:
-        for name, status in statuses.items():
-            if status in ("breach", "pass"):
-                last = self.seen.setdefault(name, [])
-                last.append(status == "breach")
-                del last[: -self.n]
-        return any(sum(v) >= self.m for v in self.seen.values())
-
-    def pending(self) -> bool:
-        return any(any(v) for v in self.seen.values())
+        return bool(self.waiting) or bool(self.strong_streaks)
 
 
 def rules() -> list[Rule]:
     return [
         Consecutive(2),
         DataStreak(2),
-        DataStreak(3),
-        MOfN(2, 3),
-        WithFailureLimit(Consecutive(2), 3),
-        WithFailureLimit(Consecutive(2), 5),
-        WithFailureLimit(DataStreak(2), 5),
+        DataStreak(2, "windows"),
+        DataStreak(2, "evaluations"),
+        FreshConfirm(),
+        FreshConfirm(strong=True),
+        FreshConfirm(strong=True, strong_k=3),
     ]
 
 
@@ -408,6 +533,7 @@ class Outcome:
     beats_with_data: int
     minute: int
     weight: int
+    check: str = ""  # the check that rolled back
 
 
 class Walk:
@@ -415,18 +541,21 @@ class Walk:
 
     def __init__(self, rule: Rule, regime: Regime) -> None:
         self.rule, self.regime = rule, regime
-        self.rule.reset()
+        self.rule.reset(regime)
         self.beats = self.with_data = 0
         self.outcome: Outcome | None = None
 
     def feed(self, beat: Beat) -> None:
         self.beats += 1
         self.with_data += beat.with_data
-        if self.rule.step(beat.statuses):
-            self.outcome = Outcome("rollback", self.beats, self.with_data, beat.minute, beat.weight)
+        fired = self.rule.step(beat)
+        if fired:
+            self.outcome = Outcome(
+                "rollback", self.beats, self.with_data, beat.minute, beat.weight, fired
+            )
         elif (
             beat.minute >= self.regime.promote_min
-            and beat.healthy  # no breach, and latency:all and errors had data
+            and _healthy(self.rule.statuses(beat))
             and not self.rule.pending()
         ):
             self.outcome = Outcome("promote", self.beats, self.with_data, beat.minute, beat.weight)
@@ -504,6 +633,9 @@ def summarise(runs: list[dict[str, Any]], regime: Regime) -> dict[str, Any]:
         per_rule[rule.name] = {
             "rolled_back": len(rolled) / len(res),
             "promoted": sum(o["end"] == "promote" for o in res) / len(res),
+            # When promoted (a pending breach holds the promotion until it is resolved):
+            "promoted_minute_p50": pct((o["minute"] for o in res if o["end"] == "promote"), 50),
+            "promoted_minute_p90": pct((o["minute"] for o in res if o["end"] == "promote"), 90),
             "still_running_at_cap": sum(o["end"] == "running" for o in res) / len(res),
             "rollbacks_per_evaluation_with_data": len(rolled) / rule_data if rule_data else 0.0,
             # Over the runs that rolled back:
@@ -516,6 +648,7 @@ def summarise(runs: list[dict[str, Any]], regime: Regime) -> dict[str, Any]:
             "weight_p50": pct((o["weight"] for o in rolled), 50),
             "weight_p90": pct((o["weight"] for o in rolled), 90),
             "weight_max": max((o["weight"] for o in rolled), default=None),
+            "rolled_back_by_check": dict(sorted(Counter(o["check"] for o in rolled).items())),
             # Paired with today's rule on the same traces:
             "rolled_back_where_old_rule_did_not": sum(
                 o["end"] == "rollback" and r["outcomes"][OLD]["end"] != "rollback"
@@ -523,6 +656,10 @@ def summarise(runs: list[dict[str, Any]], regime: Regime) -> dict[str, Any]:
             ),
             "not_rolled_back_where_old_rule_did": sum(
                 o["end"] != "rollback" and r["outcomes"][OLD]["end"] == "rollback"
+                for o, r in zip(res, runs, strict=True)
+            ),
+            "rolled_back_where_streak_rule_did_not": sum(
+                o["end"] == "rollback" and r["outcomes"][STREAK]["end"] != "rollback"
                 for o, r in zip(res, runs, strict=True)
             ),
             "rolled_back_at_or_below_15pct": sum(o["weight"] <= 15 for o in rolled) / len(res),
@@ -578,7 +715,6 @@ def main(argv: list[str] | None = None) -> int:
             ]
             key = "identical" if regression == 0 else f"plus{regression}pct"
             details[regime.name][key] = summarise(runs, regime)
-    chosen, old = NEW, OLD
     report = {
         "benchmark": "guardrails",
         "timestamp": started.isoformat(timespec="seconds"),
@@ -591,9 +727,10 @@ def main(argv: list[str] | None = None) -> int:
             "loadavg_end": os.getloadavg(),
         },
         "rules": {r.name: r.description for r in rules()},
-        "old_rule": old,
-        "new_rule": chosen,
-        "figures": figures(details, old=old, new=chosen),
+        "old_rule": OLD,
+        "streak_rule": STREAK,
+        "new_rule": NEW,
+        "figures": figures(details),
         "details": details,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -611,8 +748,11 @@ def _regime_json(regime: Regime) -> dict[str, Any]:
     return data
 
 
-def figures(details: dict[str, Any], *, old: str, new: str) -> dict[str, float | None]:
-    """The flat summary: ``{old,new}_rule_<figure>_<regime>[_<regression>]``."""
+def figures(details: dict[str, Any]) -> dict[str, float | None]:
+    """The flat summary: ``{old,streak,new}_rule_<figure>_<regime>[_<regression>]`` for
+    the rule before issue #19, the rule of commit 0a95cea and the rule chosen, then the
+    other rules' false-rollback rates and +30% / +200% times, then what drives the
+    false rollbacks (rule-independent breach shares, and which check fired)."""
     out: dict[str, float | None] = {}
 
     def r(x: float | None, nd: int = 4) -> float | None:
@@ -620,45 +760,66 @@ def figures(details: dict[str, Any], *, old: str, new: str) -> dict[str, float |
 
     for regime, d in details.items():
         same = d["identical"]
-        out[f"share_of_evaluations_with_a_breach_identical_{regime}"] = r(
-            same["share_of_evaluations_with_a_breach"]
-        )
-        for label, rule in (("old_rule", old), ("new_rule", new)):
+        out[f"identical_runs_{regime}"] = same["runs"]
+        out[f"regression_runs_{regime}"] = d["plus200pct"]["runs"]
+        for label, rule in LABELS.items():
             s = same["rules"][rule]
             out[f"{label}_false_rollback_per_release_{regime}"] = r(s["rolled_back"])
-            if label == "new_rule":
-                out[f"new_rule_extra_false_rollbacks_vs_old_{regime}"] = s[
-                    "rolled_back_where_old_rule_did_not"
-                ]
-                out[f"new_rule_fewer_false_rollbacks_vs_old_{regime}"] = s[
-                    "not_rolled_back_where_old_rule_did"
-                ]
-                out[f"identical_runs_{regime}"] = same["runs"]
-            out[f"{label}_false_rollback_per_evaluation_{regime}"] = r(
-                s["rollbacks_per_evaluation_with_data"], 6
+            out[f"{label}_false_rollback_per_1000_evaluations_with_data_{regime}"] = r(
+                s["rollbacks_per_evaluation_with_data"] * 1000, 3
             )
+            out[f"{label}_identical_promoted_share_{regime}"] = r(s["promoted"])
+            out[f"{label}_identical_promoted_at_minute_p50_{regime}"] = s["promoted_minute_p50"]
+            out[f"{label}_identical_promoted_at_minute_p90_{regime}"] = s["promoted_minute_p90"]
             for g in REGRESSIONS:
                 s = d[f"plus{g}pct"]["rules"][rule]
-                out[f"{label}_beats_to_rollback_p50_plus{g}pct_{regime}"] = s["beats_p50"]
-                out[f"{label}_beats_to_rollback_p90_plus{g}pct_{regime}"] = s["beats_p90"]
-                out[f"{label}_evaluations_with_data_to_rollback_p50_plus{g}pct_{regime}"] = s[
+                key = f"plus{g}pct_{regime}"
+                out[f"{label}_rolled_back_share_{key}"] = r(s["rolled_back"])
+                out[f"{label}_minutes_to_rollback_p50_{key}"] = s["minutes_p50"]
+                out[f"{label}_minutes_to_rollback_p90_{key}"] = s["minutes_p90"]
+                out[f"{label}_beats_to_rollback_p50_{key}"] = s["beats_p50"]
+                out[f"{label}_beats_to_rollback_p90_{key}"] = s["beats_p90"]
+                out[f"{label}_evaluations_with_data_to_rollback_p50_{key}"] = s[
                     "evaluations_with_data_p50"
                 ]
-                out[f"{label}_evaluations_with_data_to_rollback_p90_plus{g}pct_{regime}"] = s[
+                out[f"{label}_evaluations_with_data_to_rollback_p90_{key}"] = s[
                     "evaluations_with_data_p90"
                 ]
-                out[f"{label}_minutes_to_rollback_p50_plus{g}pct_{regime}"] = s["minutes_p50"]
-                out[f"{label}_minutes_to_rollback_p90_plus{g}pct_{regime}"] = s["minutes_p90"]
-                out[f"{label}_weight_at_rollback_p90_plus{g}pct_{regime}"] = s["weight_p90"]
-                out[f"{label}_weight_at_rollback_max_plus{g}pct_{regime}"] = s["weight_max"]
-                out[f"{label}_rolled_back_plus{g}pct_{regime}"] = r(s["rolled_back"])
+                out[f"{label}_weight_at_rollback_p90_{key}"] = s["weight_p90"]
+                out[f"{label}_weight_at_rollback_max_{key}"] = s["weight_max"]
             if regime == "test":
+                s = d["plus200pct"]["rules"][rule]
                 out[f"{label}_rolled_back_by_15pct_plus200pct_test"] = r(
-                    d["plus200pct"]["rules"][rule]["rolled_back_at_or_below_15pct"]
+                    s["rolled_back_at_or_below_15pct"]
                 )
                 out[f"{label}_rolled_back_by_360min_plus200pct_test"] = r(
-                    d["plus200pct"]["rules"][rule]["rolled_back_by_360min"]
+                    s["rolled_back_by_360min"]
                 )
+        new = same["rules"][NEW]
+        # Paired on the same traces: the new rule's false rollbacks of runs the streak
+        # rule let through (a rule that only removes rollbacks has 0).
+        out[f"new_rule_false_rollbacks_where_streak_rule_had_none_{regime}"] = new[
+            "rolled_back_where_streak_rule_did_not"
+        ]
+        for rule, s in same["rules"].items():
+            if rule in LABELS.values():
+                continue
+            out[f"{rule}_false_rollback_per_release_{regime}"] = r(s["rolled_back"])
+            for g in (30, 200):
+                t = d[f"plus{g}pct"]["rules"][rule]
+                out[f"{rule}_minutes_to_rollback_p50_plus{g}pct_{regime}"] = t["minutes_p50"]
+                out[f"{rule}_minutes_to_rollback_p90_plus{g}pct_{regime}"] = t["minutes_p90"]
+        # What drives the false rollbacks: every evaluation with a breach, by check (any
+        # rule), and the check that fired the old rule's false rollbacks.
+        out[f"share_of_evaluations_with_a_breach_identical_{regime}"] = r(
+            same["share_of_evaluations_with_a_breach"], 5
+        )
+        for check, share in same["share_of_evaluations_with_a_breach_by_check"].items():
+            out[f"share_of_evaluations_with_a_{check}_breach_identical_{regime}"] = r(share, 5)
+        for label in ("old_rule", "new_rule"):
+            s = same["rules"][LABELS[label]]
+            for check, n in s["rolled_back_by_check"].items():
+                out[f"{label}_false_rollbacks_fired_by_{check}_{regime}"] = n
         if regime == "test":
             out["latency_sample_twice_by_240min_plus200pct_test"] = r(
                 d["plus200pct"]["latency_sample_twice_by_240min"]

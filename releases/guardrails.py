@@ -12,6 +12,7 @@ Checks, each "insufficient" (below the minimum sample: it can't trip), "pass" or
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -45,6 +46,10 @@ class Check:
     z: float | None = None
     p_value: float | None = None
     alpha: float | None = None
+    # The observed difference reached the configured margin (+15% p95, +0.5 pp errors,
+    # -2 pp CSAT): with p below alpha, that is a breach. Stored so a stricter alpha can
+    # be applied to the same numbers (the rollback rule's strong-evidence path).
+    margin: bool = False
     note: str = ""
 
     def as_dict(self) -> dict[str, Any]:
@@ -98,10 +103,10 @@ def _latency(name: str, cand: Window, stable: Window, cfg: GuardSettings, alpha:
     test = two_proportion_worse(
         bad_c=hist_above(cand.hist, line), n_c=n_c, bad_s=hist_above(stable.hist, line), n_s=n_s
     )
-    worse = c95 >= line and test.p_value < alpha
+    margin = c95 >= line
     return Check(
         name,
-        BREACH if worse else PASS,
+        BREACH if margin and test.p_value < alpha else PASS,
         candidate=c95,
         stable=s95,
         threshold=line,
@@ -110,6 +115,7 @@ def _latency(name: str, cand: Window, stable: Window, cfg: GuardSettings, alpha:
         z=test.z,
         p_value=test.p_value,
         alpha=alpha,
+        margin=margin,
         note=(
             f"p95 {c95:.0f} ms vs {s95:.0f} ms (line {line:.0f} ms; over it "
             f"{test.p_candidate:.1%} vs {test.p_stable:.1%})"
@@ -129,10 +135,10 @@ def _errors(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
         )
     test = two_proportion_worse(bad_c=cand.errors, n_c=n_c, bad_s=stable.errors, n_s=n_s)
     delta_pp = (test.p_candidate - test.p_stable) * 100
-    worse = delta_pp >= cfg.error_pp and test.p_value < cfg.alpha
+    margin = delta_pp >= cfg.error_pp
     return Check(
         "errors",
-        BREACH if worse else PASS,
+        BREACH if margin and test.p_value < cfg.alpha else PASS,
         candidate=test.p_candidate,
         stable=test.p_stable,
         threshold=cfg.error_pp,
@@ -141,6 +147,7 @@ def _errors(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
         z=test.z,
         p_value=test.p_value,
         alpha=cfg.alpha,
+        margin=margin,
         note=f"error rate {test.p_candidate:.2%} vs {test.p_stable:.2%} ({delta_pp:+.2f} pp)",
     )
 
@@ -160,10 +167,10 @@ def _csat(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
     )
     csat_c, csat_s = 1 - test.p_candidate, 1 - test.p_stable
     drop_pp = (csat_s - csat_c) * 100
-    worse = drop_pp >= cfg.csat_pp and test.p_value < cfg.alpha
+    margin = drop_pp >= cfg.csat_pp
     return Check(
         "csat",
-        BREACH if worse else PASS,
+        BREACH if margin and test.p_value < cfg.alpha else PASS,
         candidate=csat_c,
         stable=csat_s,
         threshold=cfg.csat_pp,
@@ -172,6 +179,7 @@ def _csat(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
         z=test.z,
         p_value=test.p_value,
         alpha=cfg.alpha,
+        margin=margin,
         note=f"CSAT {csat_c:.1%} vs {csat_s:.1%} ({-drop_pp:+.1f} pp)",
     )
 
@@ -215,3 +223,77 @@ def streaks_update(streaks: Mapping[str, int], statuses: Mapping[str, str]) -> d
         elif status == PASS:
             out.pop(name, None)
     return {name: n for name, n in out.items() if n > 0}
+
+
+def status_at(check: Check, factor: float) -> str:
+    """The check's status at ``factor`` (<= 1) times the alpha it was evaluated at, from
+    the same numbers: a breach needs the margin and ``p < alpha * factor``."""
+    if check.status == INSUFFICIENT or check.p_value is None or check.alpha is None:
+        return check.status
+    return BREACH if check.margin and check.p_value < check.alpha * factor else PASS
+
+
+def planned_evaluations(
+    *,
+    start_weight: int,
+    max_weight: int,
+    step_pct: int,
+    step_interval_min: int,
+    hold_min: int,
+    tick_s: float,
+) -> int:
+    """The evaluations a release takes from its start to its planned promotion: the
+    looks the strong-evidence path spends alpha over (Bonferroni)."""
+    steps = math.ceil(max(0, max_weight - start_weight) / step_pct) if step_pct > 0 else 0
+    minutes = steps * step_interval_min + hold_min
+    return max(1, math.ceil(minutes * 60 / max(1.0, tick_s)))
+
+
+@dataclass(frozen=True)
+class Fired:
+    check: str
+    path: str  # CONFIRMED: a breach confirmed on later data; STRONG: strong evidence in a row
+
+
+CONFIRMED, STRONG = "confirmed", "strong"
+
+
+def rule_step(
+    *,
+    waiting: Mapping[str, str],
+    streaks: Mapping[str, int],
+    now_key: str,
+    statuses: Mapping[str, str],
+    strict: Mapping[str, str],
+    confirmations: Mapping[str, str],
+    needed: int,
+) -> tuple[dict[str, str], dict[str, int], Fired | None]:
+    """The rollback rule after one more evaluation (pure; the state is stored per
+    decision). A check rolls the candidate back when
+
+    - STRONG: it breached at the strict alpha (alpha / the release's planned
+      evaluations, ``strict``) in ``needed`` evaluations in a row among those where it
+      had its sample (``streaks_update``): evidence that survives every look; or
+    - CONFIRMED: it breached at alpha (``statuses``), and the first evaluation of that
+      check on the minutes *after* that breach (data the breach did not see) that has the
+      minimum sample (``confirmations``) breaches too: one independent look. A pass there
+      clears it; no sample yet keeps it waiting.
+
+    ``waiting`` maps a check to the key (the minute) of the breach awaiting
+    confirmation; a breach of a check already waiting does not restart it.
+    """
+    streaks = streaks_update(streaks, strict)
+    strong = sorted(name for name, n in streaks.items() if n >= needed)
+    if strong:
+        return dict(waiting), streaks, Fired(strong[0], STRONG)
+    out = dict(waiting)
+    for name in sorted(waiting):
+        status = confirmations.get(name, INSUFFICIENT)
+        if status == BREACH:
+            return out, streaks, Fired(name, CONFIRMED)
+        if status == PASS:
+            del out[name]
+    for name, status in sorted(statuses.items()):
+        if status == BREACH and name not in out:
+            out[name] = now_key
+    return out, streaks, None

@@ -41,8 +41,9 @@ class Release(models.Model):
     # When the candidate reached max_weight (promotion waits a hold time after it).
     at_max_since = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # The longest per-check breach streak (GuardrailDecision.numbers["streaks"]); a
-    # rollback needs TIERDESK_RELEASE_BREACHES_TO_ROLLBACK. Display only: not read back.
+    # The longest per-check strong-evidence streak (GuardrailDecision.numbers["streaks"];
+    # TIERDESK_RELEASE_BREACHES_TO_ROLLBACK of them roll back), or 1 while a breach waits
+    # for its confirmation on later data (numbers["waiting"]). Display only: not read back.
     breach_streak = models.PositiveSmallIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

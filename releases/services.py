@@ -23,7 +23,19 @@ from django.db import IntegrityError, transaction
 from . import clock
 from .assignment import baseline_ensure, buckets_moved
 from .config import config_parse
-from .guardrails import BREACH, Evaluation, GuardSettings, evaluate, streaks_update
+from .guardrails import (
+    BREACH,
+    INSUFFICIENT,
+    STRONG,
+    Check,
+    Evaluation,
+    GuardSettings,
+    evaluate,
+    planned_evaluations,
+    rule_step,
+    status_at,
+    streaks_update,
+)
 from .metrics import window_by_tier, window_read
 from .models import CANDIDATE, STABLE, GuardrailDecision, Release, ReleaseEvent
 
@@ -335,11 +347,17 @@ def guard_settings() -> GuardSettings:
     )
 
 
-def release_evaluate(*, release: Release, stable: Release, now: datetime) -> Evaluation:
-    """Candidate vs stable over the same minutes since the candidate started."""
+def release_evaluate(
+    *, release: Release, stable: Release, now: datetime, after: datetime | None = None
+) -> Evaluation:
+    """Candidate vs stable over the same minutes since the candidate started: the
+    configured windows, or with ``after`` only the minutes after that one (every check,
+    CSAT included: a confirmation on data an earlier breach did not see)."""
     started = release.started_at or now
     since = max(started, now - timedelta(minutes=settings.TIERDESK_RELEASE_GUARD_WINDOW_MIN))
     since_csat = max(started, now - timedelta(minutes=settings.TIERDESK_RELEASE_CSAT_WINDOW_MIN))
+    if after is not None:
+        since = since_csat = max(started, clock.minute_floor(after) + timedelta(minutes=1))
     since, since_csat = clock.minute_floor(since), clock.minute_floor(since_csat)
     # Until the end of this minute: the current minute's replies count as they land.
     until = clock.minute_floor(now) + timedelta(minutes=1)
@@ -384,31 +402,84 @@ def _decision(
     )
 
 
-def _streaks_before(release: Release, now: datetime) -> dict[str, int]:
-    """Each check's breaches since it last passed with data, before this evaluation.
+def release_planned_evaluations(release: Release) -> int:
+    """The evaluations from this release's start to its planned promotion."""
+    return planned_evaluations(
+        start_weight=settings.TIERDESK_RELEASE_START_WEIGHT,
+        max_weight=release.max_weight,
+        step_pct=settings.TIERDESK_RELEASE_STEP_PCT,
+        step_interval_min=settings.TIERDESK_RELEASE_STEP_INTERVAL_MIN,
+        hold_min=settings.TIERDESK_RELEASE_PROMOTE_HOLD_MIN,
+        tick_s=settings.TIERDESK_RELEASE_TICK_S,
+    )
 
-    Every decision stores them (``numbers["streaks"]``, and what they were before it in
-    ``streaks_before``). A second evaluation in the same minute (a duplicate beat, a
-    ``releases.release_check`` on demand) starts from where the minute's first one did,
-    so one minute counts once. A release whose decisions predate the stored streaks has
-    them rebuilt once from the checks of all its decisions."""
+
+def _check_of(data: dict[str, Any]) -> Check:
+    known = Check.__dataclass_fields__
+    return Check(**{k: v for k, v in data.items() if k in known})
+
+
+def _rule_state_before(
+    release: Release, now: datetime, factor: float
+) -> tuple[dict[str, str], dict[str, int]]:
+    """The rollback rule's state before this evaluation: the breaches waiting for their
+    confirmation (check -> minute) and the strong-evidence streaks.
+
+    Every decision stores them (``numbers["waiting"]``, ``numbers["streaks"]``, and what
+    they were before it in ``*_before``). A second evaluation in the same minute (a
+    duplicate beat, a ``releases.release_check`` on demand) starts from where the
+    minute's first one did, so one minute counts once. A release whose decisions predate
+    this rule has the strong streaks rebuilt once from the stored checks, and the last
+    decision's breaches wait for confirmation from its minute."""
     decisions = GuardrailDecision.objects.filter(release=release)
     last = decisions.order_by("-at", "-id").only("at", "numbers").first()
     if last is None:
-        return {}
+        return {}, {}
     same_minute = clock.minute_floor(last.at) == clock.minute_floor(now)
-    stored = last.numbers.get("streaks_before" if same_minute else "streaks")
-    if isinstance(stored, dict):
-        return {str(k): int(v) for k, v in stored.items()}
+    suffix = "_before" if same_minute else ""
+    waiting, stored = last.numbers.get("waiting" + suffix), last.numbers.get("streaks" + suffix)
+    if isinstance(waiting, dict) and isinstance(stored, dict):
+        return (
+            {str(k): str(v) for k, v in waiting.items()},
+            {str(k): int(v) for k, v in stored.items()},
+        )
     streaks: dict[str, int] = {}
     for numbers in decisions.order_by("at", "id").values_list("numbers", flat=True):
-        checks = numbers.get("checks") or []
-        streaks = streaks_update(streaks, {c["name"]: c["status"] for c in checks})
-    return streaks
+        checks = [_check_of(c) for c in numbers.get("checks") or []]
+        streaks = streaks_update(streaks, {c.name: status_at(c, factor) for c in checks})
+    minute = clock.minute_floor(last.at).isoformat()
+    waiting = {
+        c["name"]: minute for c in last.numbers.get("checks") or [] if c.get("status") == BREACH
+    }
+    return waiting, streaks
 
 
-def _pending(streaks: dict[str, int], needed: int) -> str:
-    return "breach " + ", ".join(f"{name} {n} of {needed}" for name, n in sorted(streaks.items()))
+def _pending(waiting: dict[str, str], streaks: dict[str, int], needed: int) -> str:
+    parts = [
+        f"{name} waiting for confirmation on the minutes after {at[11:16]}"
+        for name, at in sorted(waiting.items())
+    ] + [f"{name} strong {n} of {needed}" for name, n in sorted(streaks.items())]
+    return "breach " + ", ".join(parts)
+
+
+def _confirmations(
+    release: Release, stable: Release, now: datetime, waiting: dict[str, str]
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """Each waiting check evaluated on the minutes after its breach (one read per
+    distinct breach minute): its status, and the checks as stored."""
+    statuses: dict[str, str] = {}
+    stored: list[dict[str, Any]] = []
+    for at in sorted(set(waiting.values())):
+        fresh = release_evaluate(
+            release=release, stable=stable, now=now, after=datetime.fromisoformat(at)
+        )
+        by_name = {c.name: c for c in fresh.checks}
+        for name in sorted(n for n, t in waiting.items() if t == at):
+            check = by_name.get(name)
+            statuses[name] = check.status if check is not None else INSUFFICIENT
+            if check is not None:
+                stored.append(check.as_dict() | {"after": at})
+    return statuses, stored
 
 
 def release_tick(*, now: datetime | None = None) -> dict[str, Any]:
@@ -433,31 +504,56 @@ def release_check(*, release_id: int, now: datetime | None = None) -> dict[str, 
             return {"outcome": "not_running", "status": release.status}
         evaluation = release_evaluate(release=release, stable=stable, now=now)
         needed = settings.TIERDESK_RELEASE_BREACHES_TO_ROLLBACK
-        before = _streaks_before(release, now)
-        streaks = streaks_update(before, {c.name: c.status for c in evaluation.checks})
-        extra = {"streaks": streaks, "streaks_before": before}
-        longest = max(streaks.values(), default=0)
+        planned = release_planned_evaluations(release)
+        factor = 1 / planned
+        waiting_before, streaks_before = _rule_state_before(release, now, factor)
+        confirmations, confirm_checks = _confirmations(release, stable, now, waiting_before)
+        waiting, streaks, fired = rule_step(
+            waiting=waiting_before,
+            streaks=streaks_before,
+            now_key=clock.minute_floor(now).isoformat(),
+            statuses={c.name: c.status for c in evaluation.checks},
+            strict={c.name: status_at(c, factor) for c in evaluation.checks},
+            confirmations=confirmations,
+            needed=needed,
+        )
+        extra: dict[str, Any] = {
+            "waiting": waiting,
+            "waiting_before": waiting_before,
+            "streaks": streaks,
+            "streaks_before": streaks_before,
+            "planned_evaluations": planned,
+            "strict_alpha": settings.TIERDESK_RELEASE_ALPHA * factor,
+        }
+        if confirm_checks:
+            extra["confirmation_checks"] = confirm_checks
+        longest = max([*streaks.values(), 1 if waiting else 0])
         if release.breach_streak != longest:
             release.breach_streak = longest
             release.save(update_fields=["breach_streak", "updated_at"])
-        if evaluation.breaches:
-            fired = sorted(name for name, n in streaks.items() if n >= needed)
-            if not fired:
-                _decision(
-                    release,
-                    stable,
-                    at=now,
-                    outcome=GuardrailDecision.Outcome.BREACH,
-                    summary=f"{_pending(streaks, needed)}: {evaluation.summary()}",
-                    evaluation=evaluation,
-                    extra=extra,
+        if fired is not None:
+            if fired.path == STRONG:
+                rule = (
+                    f"rollback rule: {fired.check} breached at p < {extra['strict_alpha']:.2g} "
+                    f"(alpha / {planned} planned evaluations) in {streaks[fired.check]} "
+                    f"evaluations in a row that had its minimum sample"
                 )
-                return {"outcome": BREACH, "streak": longest, "streaks": streaks}
-            summary = (
-                f"rollback rule: {fired[0]} breached in {streaks[fired[0]]} evaluations in a row "
-                f"that had its minimum sample (limit {needed}; only a pass with data resets); "
-                f"{evaluation.summary()}"
-            )
+                numbers: dict[str, Any] = {
+                    "check": fired.check,
+                    "path": fired.path,
+                    "breaches": streaks[fired.check],
+                }
+            else:
+                at = waiting_before[fired.check]
+                confirm = next(c for c in confirm_checks if c["name"] == fired.check)
+                rule = (
+                    f"rollback rule: {fired.check} breached at {at[11:16]} and again on the "
+                    f"minutes after it (data that breach did not see: "
+                    f"{confirm['n_candidate']}/{confirm['n_stable']}, "
+                    f"p={confirm['p_value']:.2g})"
+                )
+                numbers = {"check": fired.check, "path": fired.path, "after": at}
+            summary = f"{rule}; {evaluation.summary()}"
             decision = _decision(
                 release,
                 stable,
@@ -465,7 +561,7 @@ def release_check(*, release_id: int, now: datetime | None = None) -> dict[str, 
                 outcome=GuardrailDecision.Outcome.ROLLBACK,
                 summary=summary,
                 evaluation=evaluation,
-                extra=extra | {"rule": {"check": fired[0], "breaches": streaks[fired[0]]}},
+                extra=extra | {"rule": numbers},
             )
             release_rollback(
                 release_id=release.pk,
@@ -475,6 +571,17 @@ def release_check(*, release_id: int, now: datetime | None = None) -> dict[str, 
                 reason=f"guardrail decision #{decision.pk}: {summary}",
             )
             return {"outcome": "rollback", "decision": decision.pk}
+        if evaluation.breaches:
+            _decision(
+                release,
+                stable,
+                at=now,
+                outcome=GuardrailDecision.Outcome.BREACH,
+                summary=f"{_pending(waiting, streaks, needed)}: {evaluation.summary()}",
+                evaluation=evaluation,
+                extra=extra,
+            )
+            return {"outcome": BREACH, "streak": longest, "waiting": waiting, "streaks": streaks}
         hold = timedelta(minutes=settings.TIERDESK_RELEASE_PROMOTE_HOLD_MIN)
         ready = (
             settings.TIERDESK_RELEASE_AUTO_PROMOTE
@@ -483,6 +590,7 @@ def release_check(*, release_id: int, now: datetime | None = None) -> dict[str, 
             and now - release.at_max_since >= hold
             and evaluation.healthy_with_data
             # A breach neither confirmed nor cleared by a pass with data waits.
+            and not waiting
             and not streaks
         )
         if ready:
@@ -505,12 +613,12 @@ def release_check(*, release_id: int, now: datetime | None = None) -> dict[str, 
             return {"outcome": "promote", "decision": decision.pk}
         outcome = (
             GuardrailDecision.Outcome.PASS
-            if any(c.status != "insufficient" for c in evaluation.checks)
+            if any(c.status != INSUFFICIENT for c in evaluation.checks)
             else GuardrailDecision.Outcome.INSUFFICIENT
         )
         summary = evaluation.summary()
-        if streaks:
-            summary = f"{_pending(streaks, needed)}; {summary}"
+        if waiting or streaks:
+            summary = f"{_pending(waiting, streaks, needed)}; {summary}"
         _decision(
             release,
             stable,

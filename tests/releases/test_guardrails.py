@@ -11,10 +11,17 @@ import random
 
 from releases.guardrails import (
     BREACH,
+    CONFIRMED,
     INSUFFICIENT,
     PASS,
+    STRONG,
+    Check,
+    Fired,
     GuardSettings,
     evaluate,
+    planned_evaluations,
+    rule_step,
+    status_at,
     streaks_update,
 )
 from releases.metrics import HIST_SIZE, Window, hist_above, hist_add, hist_quantile
@@ -176,3 +183,79 @@ def test_streaks_count_breaches_until_a_pass_with_data() -> None:
     assert streaks_update(s, {"latency:all": PASS, "latency:L1": INSUFFICIENT}) == {"latency:L1": 1}
     # Another check's breach does not add to this one's streak.
     assert streaks_update({"csat": 1}, {"errors": BREACH}) == {"csat": 1, "errors": 1}
+
+
+def test_status_at_a_stricter_alpha_comes_from_the_same_numbers() -> None:
+    weak = Check("errors", BREACH, p_value=0.004, alpha=0.01, margin=True)
+    assert status_at(weak, 1.0) == BREACH and status_at(weak, 1 / 1080) == PASS
+    strong = Check("errors", BREACH, p_value=1e-9, alpha=0.01, margin=True)
+    assert status_at(strong, 1 / 1080) == BREACH
+    # Significant but below the margin (e.g. +0.3 pp errors): never a breach.
+    small = Check("errors", PASS, p_value=1e-9, alpha=0.01, margin=False)
+    assert status_at(small, 1 / 1080) == PASS
+    # The latency checks' Bonferroni share stays: alpha is theirs, scaled.
+    tier = Check("latency:L1", BREACH, p_value=2e-6, alpha=0.0025, margin=True)
+    assert status_at(tier, 1 / 1080) == BREACH and status_at(tier, 1 / 2000) == PASS
+    assert status_at(Check("csat", INSUFFICIENT), 0.001) == INSUFFICIENT
+
+
+def test_planned_evaluations_count_the_beats_to_the_planned_promotion() -> None:
+    production = dict(start_weight=10, step_pct=5, step_interval_min=120, hold_min=120)
+    # 10% -> 50% in 8 steps of 2 h, held 2 h: 18 h of one-minute beats.
+    assert planned_evaluations(max_weight=50, tick_s=60, **production) == 1080
+    # tests/releases/test_simulation.py: ceiling 20%, 2 steps + the hold = 6 h.
+    assert planned_evaluations(max_weight=20, tick_s=60, **production) == 360
+    assert planned_evaluations(max_weight=10, tick_s=30, **production) == 240
+
+
+def rule(
+    waiting: dict[str, str],
+    streaks: dict[str, int],
+    statuses: dict[str, str],
+    *,
+    strict: dict[str, str] | None = None,
+    confirmations: dict[str, str] | None = None,
+) -> tuple[dict[str, str], dict[str, int], Fired | None]:
+    return rule_step(
+        waiting=waiting,
+        streaks=streaks,
+        now_key="m",
+        statuses=statuses,
+        strict=strict or {},
+        confirmations=confirmations or {},
+        needed=2,
+    )
+
+
+def test_rule_strong_evidence_twice_among_the_evaluations_with_data() -> None:
+    both = {"latency:all": BREACH}
+    w, s, fired = rule({}, {}, both, strict=both)
+    assert (w, s, fired) == ({"latency:all": "m"}, {"latency:all": 1}, None)
+    # No sample: neither counts nor resets; the waiting breach has no later data yet.
+    w, s, fired = rule(w, s, {"latency:all": INSUFFICIENT}, strict={"latency:all": INSUFFICIENT})
+    assert (w, s, fired) == ({"latency:all": "m"}, {"latency:all": 1}, None)
+    assert rule(w, s, both, strict=both)[2] == Fired("latency:all", STRONG)
+    # A breach at alpha that is not strong breaks the strong streak.
+    w, s, fired = rule(w, s, both, strict={"latency:all": PASS})
+    assert s == {} and fired is None and w == {"latency:all": "m"}
+
+
+def test_rule_a_breach_at_alpha_needs_its_confirmation_on_later_data() -> None:
+    w, s, fired = rule({}, {}, {"errors": BREACH})
+    assert (w, s, fired) == ({"errors": "m"}, {}, None)
+    # Overlapping windows breaching again, the later minutes without the sample: waits,
+    # from the first breach's minute.
+    w2, _, fired = rule({"errors": "t0"}, {}, {"errors": BREACH}, confirmations={})
+    assert w2 == {"errors": "t0"} and fired is None
+    # The later minutes pass: cleared (and a breach at this beat starts a new wait).
+    assert rule({"errors": "t0"}, {}, {"errors": PASS}, confirmations={"errors": PASS})[0] == {}
+    w3, _, _ = rule({"errors": "t0"}, {}, {"errors": BREACH}, confirmations={"errors": PASS})
+    assert w3 == {"errors": "m"}
+    # The later minutes breach: confirmed, whatever this beat's window says.
+    fired = rule({"errors": "t0"}, {}, {"errors": PASS}, confirmations={"errors": BREACH})[2]
+    assert fired == Fired("errors", CONFIRMED)
+    # Checks wait independently.
+    w4, _, fired = rule(
+        {"errors": "t0"}, {}, {"csat": BREACH}, confirmations={"errors": INSUFFICIENT}
+    )
+    assert w4 == {"errors": "t0", "csat": "m"} and fired is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -161,44 +162,74 @@ def test_beat_runs_the_tick_task(settings: Any) -> None:
     assert app.tasks["releases.release_tick"]() == {"outcome": "no_candidate"}
 
 
-def _seeing(statuses: dict[str, str]) -> Any:
-    """A stand-in for ``release_evaluate`` whose checks come out with these statuses."""
-    from releases.guardrails import Check, Evaluation
+# Stand-in statuses: S a breach with strong evidence (p far below alpha / the planned
+# evaluations), B a breach at alpha only, P a pass, N not enough data.
+S, B, P, N = "strong", "breach", "pass", "insufficient"
 
-    evaluation = Evaluation([Check(name, status) for name, status in statuses.items()])
-    return lambda **_: evaluation
+
+def _evaluation(statuses: dict[str, str]) -> Any:
+    from releases.guardrails import BREACH, Check, Evaluation
+
+    def check(name: str, status: str) -> Check:
+        if status == S:
+            return Check(name, BREACH, p_value=1e-12, alpha=0.01, margin=True)
+        if status == B:
+            return Check(name, BREACH, p_value=0.005, alpha=0.01, margin=True)
+        if status == P:
+            return Check(name, status, p_value=0.5, alpha=0.01)
+        return Check(name, status)
+
+    return Evaluation([check(name, status) for name, status in statuses.items()])
+
+
+def _seeing(statuses: dict[str, str], later: dict[str, str] | None = None) -> Any:
+    """A stand-in for ``release_evaluate`` whose checks come out with these statuses;
+    ``later``: what the evaluation on the minutes after a breach (``after=``) sees."""
+    evaluation, fresh = _evaluation(statuses), _evaluation(later or {})
+    calls.clear()
+
+    def evaluate(**kwargs: Any) -> Any:
+        calls.append(kwargs.get("after"))
+        return fresh if kwargs.get("after") is not None else evaluation
+
+    return evaluate
+
+
+calls: list[Any] = []
 
 
 def _beats(
-    monkeypatch: Any, release_clock: FakeClock, statuses: list[dict[str, str]]
+    monkeypatch: Any,
+    release_clock: FakeClock,
+    statuses: list[dict[str, str] | tuple[dict[str, str], dict[str, str]]],
 ) -> list[dict[str, Any]]:
     """One beat per item, a minute apart, with the guardrail seeing exactly these
-    check statuses (the statistics are tests/releases/test_guardrails.py's)."""
+    check statuses (and, for a pair, these on the minutes after a pending breach; the
+    statistics are tests/releases/test_guardrails.py's)."""
     outcomes = []
     for item in statuses:
-        monkeypatch.setattr(services, "release_evaluate", _seeing(item))
+        regular, later = item if isinstance(item, tuple) else (item, None)
+        monkeypatch.setattr(services, "release_evaluate", _seeing(regular, later))
         release_clock.advance(minutes=1)
         outcomes.append(services.release_tick())
     return outcomes
 
 
-B, P, N = "breach", "pass", "insufficient"
-
-
-def test_an_evaluation_without_the_data_does_not_reset_a_breach(
+def test_strong_evidence_in_a_row_rolls_back_and_no_data_does_not_reset(
     staff: dict[str, Any], release_clock: FakeClock, monkeypatch: Any
 ) -> None:
-    """Issue #19: a latency breach, then a beat where the latency sample dipped below the
-    minimum while the error check (all replies) passed: that beat used to count as a
-    pass and wipe the breach. Now only a pass of the breaching check itself resets it."""
+    """The fast path: a breach far beyond alpha / the planned evaluations, twice among
+    the evaluations where the check had its sample. A beat where the latency sample
+    dipped below the minimum while the error check passed neither counts nor resets
+    (issue #19: it used to count as a pass and wipe the breach)."""
     release = new_candidate(staff["operator"])
     outcomes = _beats(
         monkeypatch,
         release_clock,
         [
-            {"latency:all": B, "errors": P, "csat": P},
+            {"latency:all": S, "errors": P, "csat": P},
             {"latency:all": N, "errors": P, "csat": P},
-            {"latency:all": B, "errors": P, "csat": P},
+            {"latency:all": S, "errors": P, "csat": P},
         ],
     )
     assert [o["outcome"] for o in outcomes] == ["breach", "pass", "rollback"]
@@ -210,40 +241,92 @@ def test_an_evaluation_without_the_data_does_not_reset_a_breach(
         {"latency:all": 1},
         {"latency:all": 2},
     ]
-    # The summaries say what is pending and which rule fired.
-    assert decisions[1].summary.startswith("breach latency:all 1 of 2;")
+    # The default release: 10% + 5% every 2 h to 50%, held 2 h, a beat a minute.
+    assert decisions[0].numbers["planned_evaluations"] == 1080
+    assert decisions[1].summary.startswith("breach latency:all waiting for confirmation")
+    assert "latency:all strong 1 of 2" in decisions[1].summary
     rollback = decisions[-1]
-    assert rollback.numbers["rule"] == {"check": "latency:all", "breaches": 2}
-    assert rollback.summary.startswith("rollback rule: latency:all breached in 2 evaluations")
+    assert rollback.numbers["rule"] == {"check": "latency:all", "path": "strong", "breaches": 2}
+    assert rollback.summary.startswith("rollback rule: latency:all breached at p < 9.3e-06")
     reason = ReleaseEvent.objects.get(release=release, action="rollback").reason
     assert f"decision #{rollback.pk}" in reason and "rollback rule: latency:all" in reason
+
+
+def test_a_breach_at_alpha_rolls_back_only_when_later_data_confirms_it(
+    staff: dict[str, Any], release_clock: FakeClock, monkeypatch: Any
+) -> None:
+    """The confirmation path: overlapping windows breaching again are the same evidence
+    looked at again, so a breach at alpha waits for the first evaluation on the minutes
+    after it that has the sample; a pass there clears it, a breach rolls back."""
+    release = new_candidate(staff["operator"])
+    first = release_clock.at
+    outcomes = _beats(
+        monkeypatch,
+        release_clock,
+        [
+            {"latency:all": B, "errors": P},  # minute 1: waits
+            ({"latency:all": B, "errors": P}, {"latency:all": N}),  # later data: too few
+            ({"latency:all": B, "errors": P}, {"latency:all": P}),  # later data: fine
+        ],
+    )
+    assert [o["outcome"] for o in outcomes] == ["breach", "breach", "breach"]
+    decisions = list(GuardrailDecision.objects.filter(release=release).order_by("at", "id"))
+    minute_1 = (first + timedelta(minutes=1)).isoformat()
+    minute_3 = (first + timedelta(minutes=3)).isoformat()
+    assert [d.numbers["waiting"] for d in decisions] == [
+        {"latency:all": minute_1},
+        {"latency:all": minute_1},  # a breach of a waiting check does not restart it
+        {"latency:all": minute_3},  # cleared by the later data, then a new breach
+    ]
+    assert calls == [None, datetime.fromisoformat(minute_1)]  # the beat's, the later data's
+    # Now the minutes after minute 3 breach too: confirmed.
+    outcomes = _beats(
+        monkeypatch, release_clock, [({"latency:all": P, "errors": P}, {"latency:all": B})]
+    )
+    assert outcomes[0]["outcome"] == "rollback"
+    release.refresh_from_db()
+    assert release.status == Release.Status.ROLLED_BACK
+    rollback = GuardrailDecision.objects.get(release=release, outcome="rollback")
+    assert rollback.numbers["rule"] == {
+        "check": "latency:all",
+        "path": "confirmed",
+        "after": minute_3,
+    }
+    assert [c["after"] for c in rollback.numbers["confirmation_checks"]] == [minute_3]
+    assert "and again on the minutes after it" in rollback.summary
 
 
 def test_a_pass_with_data_resets_and_other_checks_do_not_add_up(
     staff: dict[str, Any], release_clock: FakeClock, monkeypatch: Any
 ) -> None:
     release = new_candidate(staff["operator"])
+    later = {"latency:all": N, "errors": N}
     outcomes = _beats(
         monkeypatch,
         release_clock,
         [
-            {"latency:all": B, "errors": P},
-            {"latency:all": P, "errors": P},  # the check had data and passed: reset
-            {"latency:all": B, "errors": P},
-            {"latency:all": P, "errors": B},  # a different check's first breach
-            {"latency:all": P, "errors": P},
+            ({"latency:all": S, "errors": P}, later),
+            ({"latency:all": P, "errors": P}, later),  # the check had data and passed
+            ({"latency:all": S, "errors": P}, later),
+            ({"latency:all": P, "errors": S}, later),  # a different check's first breach
+            ({"latency:all": P, "errors": P}, later),
         ],
     )
     assert [o["outcome"] for o in outcomes] == ["breach", "pass", "breach", "breach", "pass"]
     release.refresh_from_db()
-    assert release.status == Release.Status.RUNNING and release.breach_streak == 0
+    assert release.status == Release.Status.RUNNING
+    # Nothing strong is pending; both breaches still wait for the later data.
+    last = GuardrailDecision.objects.filter(release=release).order_by("-at", "-id").first()
+    assert last is not None and last.numbers["streaks"] == {}
+    assert set(last.numbers["waiting"]) == {"latency:all", "errors"}
+    assert release.breach_streak == 1
 
 
 def test_a_second_evaluation_in_the_same_minute_counts_once(
     staff: dict[str, Any], release_clock: FakeClock, monkeypatch: Any
 ) -> None:
     new_candidate(staff["operator"])
-    monkeypatch.setattr(services, "release_evaluate", _seeing({"latency:all": B, "errors": P}))
+    monkeypatch.setattr(services, "release_evaluate", _seeing({"latency:all": S, "errors": P}))
     release_clock.advance(minutes=1)
     assert services.release_tick()["outcome"] == "breach"
     assert services.release_tick()["outcome"] == "breach"  # a duplicate beat
@@ -259,17 +342,22 @@ def test_a_pending_breach_holds_the_promotion(
     services.release_weight_set(
         release_id=release.pk, weight=50, user=staff["operator"], reason="at the ceiling"
     )
-    # latency:L1 breached once, then had no sample: not confirmed, not cleared.
+    # latency:L1 breached once at alpha; the minutes after it lack the sample: neither
+    # confirmed nor cleared.
     outcomes = _beats(
         monkeypatch,
         release_clock,
-        [{"latency:all": P, "latency:L1": B, "errors": P}, {"latency:all": P, "errors": P}],
+        [
+            {"latency:all": P, "latency:L1": B, "errors": P},
+            ({"latency:all": P, "errors": P}, {"latency:L1": N}),
+        ],
     )
     assert [o["outcome"] for o in outcomes] == ["breach", "pass"]
     # The next beat would promote but for the pending breach; once latency:L1 has its
-    # sample again and passes, it does.
-    monkeypatch.setattr(
-        services, "release_evaluate", _seeing({"latency:all": P, "latency:L1": P, "errors": P})
+    # sample on the later minutes and passes, it does.
+    outcomes = _beats(
+        monkeypatch,
+        release_clock,
+        [({"latency:all": P, "latency:L1": P, "errors": P}, {"latency:L1": P})],
     )
-    release_clock.advance(minutes=1)
-    assert services.release_tick()["outcome"] == "promote"
+    assert outcomes[0]["outcome"] == "promote"

@@ -17,8 +17,9 @@ frame); ratings are deterministic shares per variant, not random draws, so the e
 case cannot roll back on a coin flip.
 
 Settings kept at their defaults: start 10%, +5% every 2 h, guardrail margins
-(+15% p95, +0.5 pp errors, -2 pp CSAT), alpha 0.01, two breaches of one check in a row
-among the evaluations where it had its sample, promotion after a 2 h hold. Settings
+(+15% p95, +0.5 pp errors, -2 pp CSAT), alpha 0.01, the rollback rule (a breach
+confirmed on the minutes after it, or strong evidence in 2 evaluations in a row with the
+sample; docs/releases.md), promotion after a 2 h hold. Settings
 scaled to the simulated traffic (30 sessions per 20 minutes instead of a shop's
 thousands): minimum sample 20 replies / 20 ratings per variant, a 120-minute latency
 window and a 20% ceiling (instead of 50%, which takes 16 simulated hours to reach).
@@ -214,13 +215,20 @@ async def test_latency_regression_is_frozen_and_rolled_back(
     assert check["candidate"] >= check["threshold"] >= check["stable"] * 1.15 - 1e-4
     assert check["n_candidate"] >= 20 and check["p_value"] < check["alpha"]
     assert "csat" not in breached and "errors" not in breached
-    # The rule (issue #19): rolled back at the second evaluation in which the breaching
-    # latency check had its minimum sample, both of them breaches. The candidate's share
-    # of 30 sessions a round hovers around the minimum of 20, so beats without the
-    # sample come in between; they neither count nor reset the streak (they used to
+    # The rule: a breach at alpha rolls back once the minutes after it (data it did not
+    # see) breach too, or at once when the check breached with strong evidence (p below
+    # alpha / the 360 evaluations planned for this release) in 2 evaluations in a row
+    # among those where it had its sample. A +300 ms first chunk is strong evidence at
+    # the minimum sample (z about 10 against the 4.2 needed), so the guarantee is the one
+    # of issue #19: rolled back at the second evaluation in which the breaching latency
+    # check had its minimum sample, both breaches, or earlier, by confirmation. The
+    # candidate's share of 30 sessions a round hovers around the minimum of 20, so beats
+    # without the sample come in between; they neither count nor reset (they used to
     # count as passes whenever CSAT or errors had data, and a 3x regression ran to 20%).
+    # (Before this rule, two breaches at alpha on overlapping windows were enough; the
+    # strong-evidence path keeps that speed for a regression this large.)
     fired = decision.numbers["rule"]["check"]
-    assert fired in breached and decision.numbers["streaks"][fired] == 2
+    assert fired in breached
     decisions = [
         d async for d in GuardrailDecision.objects.filter(release=release).order_by("at", "id")
     ]
@@ -230,8 +238,32 @@ async def test_latency_regression_is_frozen_and_rolled_back(
         for c in d.numbers["checks"]
         if c["name"] == fired and c["status"] != "insufficient"
     ]
-    assert [status for _, status in sampled] == ["breach", "breach"]
+    print(
+        "sampled:",
+        [
+            {
+                k: c[k]
+                for k in ("status", "candidate", "stable", "threshold", "n_candidate", "p_value")
+            }
+            for d, _ in sampled
+            for c in d.numbers["checks"]
+            if c["name"] == fired
+        ],
+    )
     assert sampled[-1][0] == decision == decisions[-1]
+    if decision.numbers["rule"]["path"] == "strong":
+        assert decision.numbers["streaks"][fired] == 2
+        assert [status for _, status in sampled] == ["breach", "breach"]
+        assert all(
+            c["p_value"] < c["alpha"] / 360
+            for d, _ in sampled
+            for c in d.numbers["checks"]
+            if c["name"] == fired
+        )
+    else:
+        confirmation = [c for c in decision.numbers["confirmation_checks"] if c["name"] == fired]
+        assert confirmation[0]["status"] == "breach" and confirmation[0]["n_candidate"] >= 20
+        assert [status for _, status in sampled] in (["breach"], ["breach", "breach"])
     # So within the configured windows, well before promotion (6 h). The schedule steps
     # to 20% at the 4 h beat, after evaluating: a rollback at that beat or earlier never
     # served 20%. The old assertion "never above 15%" in every run was wrong: it needs the
