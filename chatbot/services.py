@@ -181,29 +181,22 @@ def reply_finish(
     total_ms: float | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> None:
+    # The same facts go to the reply row and to the release's per-minute metrics.
+    facts: dict[str, Any] = {
+        "text": text,
+        "status": status,
+        "model": model,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "first_chunk_ms": first_chunk_ms,
+        "metadata": metadata or {},
+    }
     Message.objects.filter(pk=reply_id).update(
-        text=text,
-        status=status,
-        model=model,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-        first_chunk_ms=first_chunk_ms,
-        total_ms=total_ms,
-        metadata=metadata or {},
-        updated_at=timezone.now(),
+        **facts, total_ms=total_ms, updated_at=timezone.now()
     )
     # Per-minute release metrics. Never at the reply's expense: the reply is stored.
     try:
-        reply_metrics_record(
-            reply_id=reply_id,
-            text=text,
-            status=status,
-            model=model,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            first_chunk_ms=first_chunk_ms,
-            metadata=metadata or {},
-        )
+        reply_metrics_record(reply_id=reply_id, **facts)
     except Exception:
         logger.exception("could not record the metrics of reply %s", reply_id)
 

@@ -145,7 +145,21 @@ def _rules_compile(enabled_intents: dict[str, str]) -> tuple[CompiledRule, ...]:
         languages = frozenset(rule.languages) if isinstance(rule.languages, list) else frozenset()
         tier = rule.tier or rule.intent.tier
         try:
+            # What the rule's kind adds to the common fields (nothing: not compilable).
+            matcher: dict[str, Any] = {}
             if rule.kind == Rule.KIND_REGEX and rule.pattern:
+                matcher = {
+                    "regex": re.compile(rule.pattern, re.IGNORECASE),
+                    "min_matches": max(1, rule.min_matches),
+                }
+            elif rule.kind == Rule.KIND_KEYWORDS and isinstance(rule.keywords, list):
+                keywords = [k for k in rule.keywords if isinstance(k, str)]
+                if keywords:
+                    matcher = {
+                        "keyword_regex": _keyword_regex(keywords),
+                        "min_density": rule.min_density,
+                    }
+            if matcher:
                 compiled.append(
                     CompiledRule(
                         name=rule.name,
@@ -153,24 +167,9 @@ def _rules_compile(enabled_intents: dict[str, str]) -> tuple[CompiledRule, ...]:
                         tier=tier,
                         intent=rule.intent.name,
                         languages=languages,
-                        regex=re.compile(rule.pattern, re.IGNORECASE),
-                        min_matches=max(1, rule.min_matches),
+                        **matcher,
                     )
                 )
-            elif rule.kind == Rule.KIND_KEYWORDS and isinstance(rule.keywords, list):
-                keywords = [k for k in rule.keywords if isinstance(k, str)]
-                if keywords:
-                    compiled.append(
-                        CompiledRule(
-                            name=rule.name,
-                            kind=rule.kind,
-                            tier=tier,
-                            intent=rule.intent.name,
-                            languages=languages,
-                            keyword_regex=_keyword_regex(keywords),
-                            min_density=rule.min_density,
-                        )
-                    )
         except re.error:
             # The admin validates patterns, but a row written around it must not take
             # routing down: skip that rule, keep the rest.

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from releases import clock
-from tests.shopper import Shopper  # noqa: F401  (test_simulation imports it from here)
 
 
 @dataclass

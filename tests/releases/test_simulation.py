@@ -42,7 +42,8 @@ from releases import services
 from releases.models import CANDIDATE, STABLE, GuardrailDecision, Release, ReleaseEvent
 from releases.selectors import dashboard
 from tests.fakes import FakeBackend
-from tests.releases.conftest import FakeClock, Shopper
+from tests.releases.conftest import FakeClock
+from tests.shopper import Shopper
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
