@@ -23,6 +23,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from inference.jobs import task_enqueue
+
 from . import ingest
 from .ingest import IngestError
 from .models import Chunk, Document, KnowledgeBaseVersion
@@ -83,10 +85,8 @@ def _send(document_id: int, force: bool) -> None:
     """Never raises: with the broker down the document is saved and stays pending, and
     beat's sweep (``ingest_requeue_stale``) enqueues it once the broker is back. A
     support admin's upload must not fail because Redis restarts."""
-    from .tasks import document_ingest_task
-
     try:
-        document_ingest_task.apply_async(args=[document_id, force], retry=False)
+        task_enqueue("knowledge.document_ingest", args=[document_id, force])
     except Exception as exc:
         logger.warning(
             "broker unavailable, document %s stays pending until the sweep: %s", document_id, exc

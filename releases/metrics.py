@@ -25,6 +25,18 @@ from .models import MetricMinute
 
 logger = logging.getLogger(__name__)
 
+
+@dataclass
+class Observers:
+    """Who else counts every reply and rating as it is recorded (Prometheus: the app
+    registers ``releases.prom`` at start), so this module imports none of them."""
+
+    reply: list[Callable[..., None]] = field(default_factory=list)
+    rating: list[Callable[..., None]] = field(default_factory=list)
+
+
+OBSERVERS = Observers()
+
 # Upper bounds (ms) of the latency buckets: 1 ms .. ~60 s, 10% apart; one overflow bucket.
 LATENCY_BOUNDS_MS: tuple[float, ...] = tuple(
     round(1.1**i, 3) for i in range(int(math.log(60_000) / math.log(1.1)) + 2)
@@ -202,11 +214,10 @@ def reply_record(facts: ReplyFacts, *, at: datetime | None = None) -> None:
         tier=facts.tier,
         apply=apply,
     )
-    from .prom import reply_observe
-
-    reply_observe(
-        facts, error=error, fallback=fallback, handoff=handoff, cost=cost, baseline=baseline
-    )
+    for observe in OBSERVERS.reply:
+        observe(
+            facts, error=error, fallback=fallback, handoff=handoff, cost=cost, baseline=baseline
+        )
 
 
 def rating_record(
@@ -229,9 +240,8 @@ def rating_record(
             row.satisfied = max(0, row.satisfied + int(satisfied) - int(previous))
 
     _minute_update(minute=minute, release_id=release_id, variant=variant, tier=tier, apply=apply)
-    from .prom import rating_observe
-
-    rating_observe(variant=variant, tier=tier, satisfied=satisfied, changed=previous is not None)
+    for observe in OBSERVERS.rating:
+        observe(variant=variant, tier=tier, satisfied=satisfied, changed=previous is not None)
 
 
 # --- windows -------------------------------------------------------------------------------

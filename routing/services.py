@@ -8,8 +8,6 @@ import socket
 import time
 from typing import Any
 
-from django.conf import settings
-
 from routing.classifier import (
     classifier_samples,
     classifier_samples_hash,
@@ -23,23 +21,6 @@ logger = logging.getLogger(__name__)
 
 # Stored models kept for rollback and inspection; older rows are deleted.
 KEEP_MODELS = 5
-
-
-def router_retrain_enqueue(*, version: int) -> None:
-    """Ask a worker to retrain for ``version``. Runs after the change commits
-    (``router_version_bump`` registers it with ``transaction.on_commit``).
-
-    Never raises: with the broker down, processes wait at most
-    ``TIERDESK_ROUTER_RETRAIN_GRACE_S`` for a stored model, then train their own.
-    """
-    if not settings.TIERDESK_ROUTER_RETRAIN_ASYNC:
-        return
-    from routing.tasks import router_retrain
-
-    try:
-        router_retrain.apply_async(args=[version], retry=False)
-    except Exception:
-        logger.exception("could not enqueue router_retrain for v%s", version)
 
 
 def router_model_train(*, version: int, trained_by: str = "") -> dict[str, Any]:

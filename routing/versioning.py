@@ -10,16 +10,21 @@ next call, because it also expires the source in this process.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable
 from typing import NamedTuple
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
+from inference.jobs import task_enqueue
 from inference.versioned import VersionSource
 from routing.models import RouterVersion
+
+logger = logging.getLogger(__name__)
 
 CHECK_INTERVAL_S = 2.0
 _ROW_ID = 1
@@ -70,8 +75,6 @@ def router_version_bump() -> VersionKey:
     key = router_version_get()
     # The classifier is retrained once, by a Celery task, after the change commits;
     # every process then loads the stored model (routing/classifier.py).
-    from routing.services import router_retrain_enqueue
-
     transaction.on_commit(lambda: router_retrain_enqueue(version=key.version))
     return key
 
@@ -84,3 +87,18 @@ ROUTER_VERSION = VersionSource(
     check_interval_s=lambda: CHECK_INTERVAL_S,
     clock=lambda: _clock(),
 )
+
+
+def router_retrain_enqueue(*, version: int) -> None:
+    """Ask a worker to retrain for ``version``. Runs after the change commits
+    (``router_version_bump`` registers it with ``transaction.on_commit``).
+
+    Never raises: with the broker down, processes wait at most
+    ``TIERDESK_ROUTER_RETRAIN_GRACE_S`` for a stored model, then train their own.
+    """
+    if not settings.TIERDESK_ROUTER_RETRAIN_ASYNC:
+        return
+    try:
+        task_enqueue("routing.router_retrain", args=[version])
+    except Exception:
+        logger.exception("could not enqueue router_retrain for v%s", version)

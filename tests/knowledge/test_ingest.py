@@ -246,13 +246,13 @@ def test_an_upload_while_the_broker_is_down_is_saved_and_left_to_the_sweep(
     from tests.net import free_port
 
     dead = f"redis://127.0.0.1:{free_port()}/0"
-    publish = document_ingest_task.apply_async
+    publish = app.send_task  # what inference.jobs.task_enqueue calls
 
     def to_dead_broker(*args: Any, **kwargs: Any) -> Any:
         with app.connection_for_write(dead) as conn:
             return publish(*args, connection=conn, **kwargs)
 
-    monkeypatch.setattr(document_ingest_task, "apply_async", to_dead_broker)
+    monkeypatch.setattr(app, "send_task", to_dead_broker)
     with django_capture_on_commit_callbacks(execute=True):
         doc = make()
     doc.refresh_from_db()

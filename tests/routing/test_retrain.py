@@ -21,9 +21,10 @@ from routing import versioning
 from routing.classifier import classifier_deserialize, classifier_get, classifier_samples_hash
 from routing.models import ClassifierModel, Intent, Utterance
 from routing.router import route_message
-from routing.services import router_model_train, router_retrain_enqueue
+from routing.services import router_model_train
 from routing.tasks import router_retrain
 from routing.types import L1
+from routing.versioning import router_retrain_enqueue
 
 pytestmark = pytest.mark.usefixtures("seeded")
 
@@ -115,8 +116,15 @@ def test_while_the_task_runs_the_previous_model_answers(
 def test_an_admin_edit_enqueues_the_task_after_commit(
     monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks
 ) -> None:
+    from config.celery import app
+
     sent: list[tuple[list[int], dict[str, object]]] = []
-    monkeypatch.setattr(router_retrain, "apply_async", lambda args, **kw: sent.append((args, kw)))
+
+    def send_task(name: str, args: list[int], **kw: object) -> None:
+        assert name == router_retrain.name
+        sent.append((args, kw))
+
+    monkeypatch.setattr(app, "send_task", send_task)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         Utterance.objects.create(
             intent=Intent.objects.get(name="greeting"), language="en", text="howdy partner"
@@ -133,7 +141,9 @@ def test_a_broker_that_is_down_does_not_break_the_admin(monkeypatch: pytest.Monk
     def down(*_: object, **__: object) -> None:
         raise ConnectionError("redis is down")
 
-    monkeypatch.setattr(router_retrain, "apply_async", down)
+    from config.celery import app
+
+    monkeypatch.setattr(app, "send_task", down)
     router_retrain_enqueue(version=1)  # logged, not raised
 
 
