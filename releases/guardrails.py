@@ -88,16 +88,19 @@ class Evaluation:
         return "; ".join(c.line() for c in shown)
 
 
+def _short_of(name: str, n_c: int, n_stable: int, minimum: int, unit: str = "") -> Check | None:
+    """The "not enough data" check when either variant is below its minimum sample
+    (it can't trip), else None."""
+    if n_c >= minimum and n_stable >= minimum:
+        return None
+    note = f"{n_c}/{n_stable} < {minimum}{unit}"
+    return Check(name, INSUFFICIENT, n_candidate=n_c, n_stable=n_stable, note=note)
+
+
 def _latency(name: str, cand: Window, stable: Window, cfg: GuardSettings, alpha: float) -> Check:
     n_c, n_s = cand.latency_n, stable.latency_n
-    if n_c < cfg.min_replies or n_s < cfg.min_replies:
-        return Check(
-            name,
-            INSUFFICIENT,
-            n_candidate=n_c,
-            n_stable=n_s,
-            note=f"{n_c}/{n_s} < {cfg.min_replies}",
-        )
+    if short := _short_of(name, n_c, n_s, cfg.min_replies):
+        return short
     s95, c95 = stable.p(0.95) or 0.0, cand.p(0.95) or 0.0
     line = max(s95 * cfg.latency_ratio, s95 + cfg.latency_min_delta_ms)
     test = two_proportion_worse(
@@ -125,14 +128,8 @@ def _latency(name: str, cand: Window, stable: Window, cfg: GuardSettings, alpha:
 
 def _errors(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
     n_c, n_s = cand.replies, stable.replies
-    if n_c < cfg.min_replies or n_s < cfg.min_replies:
-        return Check(
-            "errors",
-            INSUFFICIENT,
-            n_candidate=n_c,
-            n_stable=n_s,
-            note=f"{n_c}/{n_s} < {cfg.min_replies}",
-        )
+    if short := _short_of("errors", n_c, n_s, cfg.min_replies):
+        return short
     test = two_proportion_worse(bad_c=cand.errors, n_c=n_c, bad_s=stable.errors, n_s=n_s)
     delta_pp = (test.p_candidate - test.p_stable) * 100
     margin = delta_pp >= cfg.error_pp
@@ -154,14 +151,8 @@ def _errors(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
 
 def _csat(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
     n_c, n_s = cand.ratings, stable.ratings
-    if n_c < cfg.min_ratings or n_s < cfg.min_ratings:
-        return Check(
-            "csat",
-            INSUFFICIENT,
-            n_candidate=n_c,
-            n_stable=n_s,
-            note=f"{n_c}/{n_s} < {cfg.min_ratings} ratings",
-        )
+    if short := _short_of("csat", n_c, n_s, cfg.min_ratings, unit=" ratings"):
+        return short
     test = two_proportion_worse(
         bad_c=n_c - cand.satisfied, n_c=n_c, bad_s=n_s - stable.satisfied, n_s=n_s
     )
