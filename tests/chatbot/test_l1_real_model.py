@@ -7,8 +7,7 @@ import pytest
 from chatbot.models import Message
 from chatbot.orders.identity import shopper_token_issue
 from chatbot.orders.models import Order
-from tests.chatbot.test_consumer import until_done
-from tests.shopper import connect, send, shown
+from tests.shopper import connect, frames_until_end, send, shown
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.models]
 
@@ -28,7 +27,8 @@ async def test_order_status_streams_real_facts(
     assert (await comm.receive_json_from(timeout=10))["type"] == "identified"
     await send(comm, question, "q1")
     assert (await comm.receive_json_from(timeout=10))["type"] == "ack"
-    frames, done = await until_done(comm, wait_s=120)
+    frames = await frames_until_end(comm, wait_s=120)
+    done = frames[-1]
     text = shown(frames)
     assert done["type"] == "done", done
     assert done["tier"] == "L1" and done["intent"] == "order_status"
