@@ -1,13 +1,21 @@
-"""The demo knowledge base: FAQ and policy articles, the store policy, Chinese articles.
+"""The demo knowledge base: help articles written for shoppers, in English and Chinese.
 
-- ``seed_data/en/*.md``: FAQ and policy articles written from the ABCD agent
-  guidelines (third_party/abcd/guidelines.json: the pricing, membership, timing and
-  policy FAQs, the jeans / boots / shirt / jacket FAQs, and the refund, shipping,
-  subscription, account and troubleshooting flows). The guidelines name the questions
-  and the rules; the wording and the shop's numbers are ours.
-- third_party/tau_bench_retail/wiki.md: the store's customer-service policy, as is.
-- ``seed_data/zh/*.md``: Chinese articles on returns, membership, shipping, care,
-  sizes, refunds and account security.
+- ``seed_data/en/*.md``: help articles written from the ABCD guidelines
+  (third_party/abcd/guidelines.json: the pricing, membership, timing and policy FAQs,
+  the boots / shirt / jacket / jeans FAQ questions, and the refund, return, shipping,
+  subscription, account, purchase-dispute and troubleshooting flows) and from the
+  tau-bench retail policy (third_party/tau_bench_retail/wiki.md: cancelling and
+  changing pending orders, returns, exchanges and refunds), rephrased for shoppers
+  (no agent instructions). Shipping options quote the shop's own data
+  (chatbot/orders/seed.py), sizes and materials its catalogue (products.json). Where
+  no source states a fact (gift-card expiry, membership thresholds, prices of extra
+  services) the demo shop's own rule is written once and kept the same in both
+  languages and in the answer evaluation (knowledge/eval/answers/). Care advice is
+  never invented: the articles point to the care label.
+- ``seed_data/zh/*.md``: the main policies in Chinese, with the same facts.
+
+The key ``store-policy`` is kept for the orders article (it used to hold wiki.md as
+is, agent instructions and all), so the retrieval evaluation's labels still apply.
 
 Idempotent: documents are keyed by ``seed_key``; an existing one is never overwritten
 (support admins may have edited it). New ones are queued for ingestion, or ingested
@@ -24,6 +32,8 @@ from .models import Document
 
 SEED_DIR = Path(__file__).resolve().parent / "seed_data"
 ABCD = "third_party/abcd/guidelines.json"
+TAU = "third_party/tau_bench_retail/wiki.md"
+CATALOGUE = "third_party/tau_bench_retail/products.json"
 
 # (seed key, language, title, file, origin)
 ARTICLES: list[tuple[str, str, str, str, str]] = [
@@ -46,15 +56,21 @@ ARTICLES: list[tuple[str, str, str, str, str]] = [
         "en",
         "Returns and exchanges by membership level",
         "en/returns-by-membership.md",
-        ABCD + " (Product Defect: returns)",
+        ABCD + " (Product Defect: returns); " + TAU + " (return, exchange)",
     ),
-    ("en-refunds", "en", "Refunds: methods and status", "en/refunds.md", ABCD + " (refunds)"),
+    (
+        "en-refunds",
+        "en",
+        "Refunds: methods, timing and status",
+        "en/refunds.md",
+        ABCD + " (refunds); " + TAU + " (refunds)",
+    ),
     (
         "en-shipping",
         "en",
-        "Shipping fees, upgrades and missing packages",
+        "Shipping options and delivery times",
         "en/shipping-and-delivery.md",
-        ABCD + " (Shipping Issue, Order Issue)",
+        ABCD + " (Shipping Issue, Order Issue); chatbot/orders/seed.py (shipping options)",
     ),
     (
         "en-subscription",
@@ -91,13 +107,16 @@ ARTICLES: list[tuple[str, str, str, str, str]] = [
         "en/account-profile.md",
         ABCD + " (Manage Account)",
     ),
+    ("en-care", "en", "Caring for your clothes and shoes", "en/care.md", CATALOGUE),
+    ("en-gift-cards", "en", "Gift cards", "en/gift-cards.md", TAU + " (gift cards); Tierdesk demo"),
+    ("en-sizes", "en", "Sizes", "en/sizes.md", CATALOGUE),
     ("zh-returns", "zh", "退换货政策", "zh/returns.md", "Tierdesk demo"),
     ("zh-membership", "zh", "会员等级与权益", "zh/membership.md", "Tierdesk demo"),
     ("zh-shipping", "zh", "运费与配送时间", "zh/shipping.md", "Tierdesk demo"),
     (
         "zh-care-jeans-shirts",
         "zh",
-        "牛仔裤和衬衫的洗涤保养",
+        "牛仔裤、衬衫和T恤：洗涤与选项",
         "zh/care-jeans-shirts.md",
         "Tierdesk demo",
     ),
@@ -111,13 +130,16 @@ ARTICLES: list[tuple[str, str, str, str, str]] = [
     ("zh-sizes-stock", "zh", "尺码与库存", "zh/sizes-stock.md", "Tierdesk demo"),
     ("zh-refunds-payment", "zh", "退款方式与到账时间", "zh/refunds-payment.md", "Tierdesk demo"),
     ("zh-account-security", "zh", "账户安全与密码", "zh/account-security.md", "Tierdesk demo"),
+    ("zh-gift-cards", "zh", "礼品卡", "zh/gift-cards.md", "Tierdesk demo"),
+    ("zh-orders", "zh", "取消和修改订单", "zh/orders.md", "Tierdesk demo"),
 ]
+# Written for shoppers from tau-bench's retail agent policy (wiki.md, MIT).
 STORE_POLICY = (
     "store-policy",
     "en",
-    "Store customer-service policy",
-    "third_party/tau_bench_retail/wiki.md",
-    "sierra-research/tau-bench @ 59a200c6, tau_bench/envs/retail/wiki.md (MIT)",
+    "Cancelling or changing an order",
+    "en/orders.md",
+    "sierra-research/tau-bench @ 59a200c6, tau_bench/envs/retail/wiki.md (MIT), rephrased",
 )
 
 
