@@ -26,8 +26,10 @@ from routing.templates import template_render
 from .answerers import answerer_for
 from .answerers.base import AnswerPlan, TurnContext, say, template_text
 from .answerers.l1 import (
+    OFFER_STATUS,
     action_perform,
     address_confirm,
+    cancel_reason_given,
     find_order_id,
     order_intent,
     parse_address,
@@ -112,7 +114,7 @@ class Dialogue:
                 return self._l3_only()
             handled = self._continue_pending(state)
             if handled is not None:
-                return handled
+                return self._offers_remember(handled)
             started = time.perf_counter()
             decision = route_message(
                 text=self.ctx.text,
@@ -148,17 +150,56 @@ class Dialogue:
 
     def _answer(self, decision: rt.RouteDecision) -> AnswerPlan:
         """The tier's answerer plans the reply; the dialogue remembers what it offered."""
-        plan = answerer_for(decision.tier).plan(self.ctx, decision)
+        return self._offers_remember(answerer_for(decision.tier).plan(self.ctx, decision))
+
+    def _offers_remember(self, plan: AnswerPlan) -> AnswerPlan:
+        """Remember what the reply offered, so that a "yes" next turn is read as
+        accepting it rather than routed as a new message."""
+        state = self.ctx.state
         if "offer:L3" in plan.actions:
             # L2 found nothing and offered the large tier: a "yes" next turn accepts.
-            self.ctx.state["pending_offer"] = {"question": self.ctx.text, "at": time.time()}
+            state["pending_offer"] = {"kind": "L3", "question": self.ctx.text, "at": time.time()}
+        if OFFER_STATUS in plan.actions and state.get("last_order_id"):
+            # A refused cancel/address change offered the order's status instead.
+            state["pending_offer"] = {
+                "kind": "status",
+                "order_id": state["last_order_id"],
+                "at": time.time(),
+            }
         return plan
+
+    def _cancel_reason(self, state: dict[str, Any]) -> AnswerPlan | None:
+        """The shopper's answer to "why cancel?" (the store policy's two reasons)."""
+        ctx = self.ctx
+        order_id = str(state.get("cancel_order_id", ""))
+        state.pop("awaiting", None)
+        if is_no(ctx.text):
+            state.pop("cancel_order_id", None)
+            return say(ctx, rt.CANCEL_ORDER, "declined", {"order_id": order_id})
+        plan = cancel_reason_given(ctx, order_id)
+        if plan is not None:
+            state.pop("cancel_order_id", None)
+            return plan
+        # A short answer without one of the reasons ("found it cheaper"): say which
+        # reasons the store accepts, once. Anything longer is a new question: route it.
+        short = len(ctx.text.split()) <= 6 and len(ctx.text) <= 40 and not find_order_id(ctx.text)
+        if short and not state.pop("cancel_reason_asked", False):
+            state.update(awaiting="cancel_reason", cancel_reason_asked=True)
+            return say(ctx, rt.CANCEL_ORDER, "reason_unclear", personal=True)
+        state.pop("cancel_order_id", None)
+        state.pop("cancel_reason_asked", None)
+        return None
 
     def _continue_pending(self, state: dict[str, Any]) -> AnswerPlan | None:
         """Answers that depend on what the bot asked last turn."""
         ctx = self.ctx
         offer = state.pop("pending_offer", None)
         fresh = offer and time.time() - float(offer.get("at", 0)) <= PENDING_ACTION_TTL_S
+        if fresh and offer.get("kind") == "status" and is_yes(ctx.text):
+            # The bot refused a change and offered the order's status: the shopper accepted.
+            return order_intent(ctx, rt.ORDER_STATUS, {"order_id": str(offer["order_id"])})
+        if fresh and is_no(ctx.text):
+            return say(ctx, "dialogue", "offer_declined", label=rt.GREETING)
         if fresh and is_yes(ctx.text):
             # L2 found nothing and offered the large tier: the shopper accepted.
             ctx.text = str(offer.get("question", ctx.text))
@@ -218,6 +259,8 @@ class Dialogue:
             if re.search(r"\d", ctx.text) and "," in ctx.text:
                 state["awaiting"] = "address"
                 return say(ctx, rt.CHANGE_ADDRESS, "bad_address")
+        elif awaiting == "cancel_reason":
+            return self._cancel_reason(state)
         elif awaiting == "order":
             intent = str(state.get("pending_intent") or "")
             order_id = find_order_id(ctx.text)

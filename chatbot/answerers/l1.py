@@ -21,6 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
 from chatbot.orders.types import Address, OrderFacts, OrderNotAllowed, OrderNotFound
 from inference.base import GenerationRequest
@@ -33,8 +34,9 @@ from .base import AnswerPlan, GuardedAnswerer, TurnContext, say, template_text
 from .clarify import clarify
 from .guards import FactGuard, Guard
 
-# Facts that must appear in a model-phrased reply when its template uses them.
-REQUIRED_KEYS = {"order_id", "status_text", "carrier", "tracking", "eta", "refund", "total"}
+# Facts that must appear in a model-phrased reply when its template uses them ("late":
+# a late order's reply must say so, whatever else the model rewords).
+REQUIRED_KEYS = {"order_id", "status_text", "carrier", "tracking", "eta", "refund", "total", "late"}
 # Intents whose templated answer the fast model may phrase (read-only facts).
 PHRASED_INTENTS = {rt.ORDER_STATUS, rt.DELIVERY_TIME, rt.REFUND_STATUS, rt.SHIPPING_COST}
 
@@ -55,6 +57,53 @@ STATUS_TEXT = {
 PAYMENT_TEXT = {
     "en": {"credit_card": "credit card", "gift_card": "gift card", "paypal": "PayPal account"},
     "zh": {"credit_card": "信用卡", "gift_card": "礼品卡", "paypal": "PayPal账户"},
+}
+# The word that calls an order late; a fact, so the fact guard requires it.
+LATE_TEXT = {"en": "late", "zh": "延误"}
+# The carriers' public tracking pages: a late order's reply links to its tracking.
+CARRIER_TRACKING_URLS = {
+    "UPS": "https://www.ups.com/track?tracknum={tracking}",
+    "FedEx": "https://www.fedex.com/fedextrack/?trknbr={tracking}",
+    "USPS": "https://tools.usps.com/go/TrackConfirmAction?tLabels={tracking}",
+    "DHL": "https://www.dhl.com/global-en/home/tracking.html?tracking-id={tracking}",
+}
+# Statuses whose estimated delivery can pass without the order arriving.
+OPEN_STATUSES = {"pending", "processed"}
+
+# A delivery-time question about delivery in general (the shop's shipping times), not
+# about one of the shopper's orders: it asks how long delivery takes, usually or to a
+# place, and names no order of theirs. Anything else keeps the order's own estimate.
+_GENERAL_DELIVERY = re.compile(
+    r"\b(?:usually|normally|generally|typically|in general|on average)\b"
+    r"|\bhow (?:long|fast|quick(?:ly)?|soon|many (?:business |working )?days)\b.*"
+    r"\b(?:deliver\w*|ship\w*|post\w*)\b"
+    r"|\b(?:deliver\w*|ship\w*)\b.*\bto (?:[a-z]{3,}|\d{5})"
+    r"|一般|通常|平时|(?:送到|寄到|发到|运到|配送到).{0,12}(?:几天|多久|多长时间|几个工作日)"
+    r"|(?:配送|送货|快递|发货|邮寄).{0,6}(?:需要|要)?(?:几天|多久|多长时间)",
+    re.IGNORECASE,
+)
+# Words that point at the shopper's own order ("my order", "will it arrive", "我的").
+# "it" in "how long does it take" is no order, so it doesn't count.
+_OWN_ORDER = re.compile(
+    r"\b(?:my|mine|i|me|our|we|us|they|them)\b|\bit\b(?! (?:usually |normally )?takes?\b)"
+    r"|我的|我买|我下|单号|它",
+    re.IGNORECASE,
+)
+
+# The store policy's cancellation reasons (tau-bench retail wiki): the shopper gives
+# one; the bot never assumes it. Keys are what the order system records.
+CANCEL_REASONS = ("no longer needed", "ordered by mistake")
+_CANCEL_REASON_PATTERNS = {
+    "ordered by mistake": re.compile(
+        r"mistake|accident|wrong|twice|duplicate|by error|didn'?t mean|"
+        r"下错|拍错|买错|点错|误|错了|重复",
+        re.IGNORECASE,
+    ),
+    "no longer needed": re.compile(
+        r"no longer|don'?t (?:need|want)|do not (?:need|want)|not needed|"
+        r"changed? my mind|不需要|不要了|不想要|用不上|不用了|不想买|不需要了",
+        re.IGNORECASE,
+    ),
 }
 _ADDRESS = re.compile(
     r"^(?P<a1>[^,]+?),\s*(?:(?P<a2>[^,]+?),\s*)?(?P<city>[^,]+?),\s*(?P<state>[A-Za-z]{2})\s+(?P<zip>\d{5})\s*\.?$"
@@ -82,6 +131,8 @@ class L1Answerer(GuardedAnswerer):
             return say(ctx, rt.ACCOUNT_HELP, "default")
         if intent == rt.SHIPPING_COST:
             return phrase(ctx, rt.SHIPPING_COST, "default", {"options": shipping_text(ctx)})
+        if intent == rt.DELIVERY_TIME and is_general_delivery(ctx.text, dict(decision.slots)):
+            return delivery_estimate(ctx)
         if intent in rt.ORDER_INTENTS:
             return order_intent(ctx, intent, dict(decision.slots))
         return clarify(ctx)
@@ -100,8 +151,11 @@ def phrase(ctx: TurnContext, intent: str, key: str, facts: dict[str, str]) -> L1
     template = template_text(ctx, intent, key)
     text = template_render(template, facts)
     keys = [k for k in placeholders(template) if facts.get(k)]
-    example_facts = EXAMPLE_FACTS.get(lang, EXAMPLE_FACTS["en"]) | {
+    base_example = EXAMPLE_FACTS.get(lang, EXAMPLE_FACTS["en"])
+    example_facts = base_example | {
         "status_text": facts.get("status_text", ""),
+        "late": facts.get("late", ""),
+        "track_url": tracking_url(base_example["carrier"], base_example["tracking"]),
     }
     prompt = l1_prompt(
         template=template,
@@ -171,30 +225,141 @@ def order_intent(ctx: TurnContext, intent: str, slots: dict[str, str]) -> Answer
         )
     state["last_order_id"] = order.order_id
     facts = order_facts(order, ctx.language)
-    if intent == rt.ORDER_STATUS:
-        return phrase(ctx, intent, order.status, facts)
-    if intent == rt.DELIVERY_TIME:
+    if intent in (rt.ORDER_STATUS, rt.DELIVERY_TIME):
+        if is_late(order):
+            # Past its estimated date and not delivered: say so, apologise, and list
+            # what the shopper can do (track it, wait, cancel while pending, a person).
+            key = "late_pending" if order.status == "pending" else "late"
+            plan = phrase(ctx, intent, key, facts | {"late": LATE_TEXT[_lang(ctx)]})
+            plan.actions = [OFFER_HUMAN]
+            return plan
         return phrase(ctx, intent, order.status, facts)
     if intent == rt.REFUND_STATUS:
         return phrase(ctx, intent, "refunded" if order.refunds else "none", facts)
     if intent == rt.CANCEL_ORDER:
         if order.status != "pending":
-            return say(ctx, intent, "not_allowed", facts, personal=True)
-        state["pending_action"] = {
-            "type": "cancel",
-            "order_id": order.order_id,
-            "at": time.time(),
-        }
-        return say(ctx, intent, "confirm", facts, actions=["confirm"], personal=True)
+            return refuse(ctx, intent, order, facts)
+        reason = cancel_reason_find(ctx.text)
+        if reason:
+            return cancel_confirm(ctx, order, reason)
+        # The store policy needs the shopper's reason; ask, never assume it.
+        state.update(awaiting="cancel_reason", cancel_order_id=order.order_id)
+        return say(ctx, intent, "ask_reason", facts, personal=True)
     if intent == rt.CHANGE_ADDRESS:
         if order.status != "pending":
-            return say(ctx, intent, "not_allowed", facts, personal=True)
+            return refuse(ctx, intent, order, facts)
         address = parse_address(ctx.text)
         if address is not None:
             return address_confirm(ctx, order.order_id, address)
         state.update(awaiting="address", address_order_id=order.order_id)
         return say(ctx, intent, "ask_address", facts, personal=True)
     return say(ctx, "dialogue", "clarify", tier=rt.CLARIFY, label=rt.OUT_OF_SCOPE)
+
+
+# What a reply offers, in its actions; the dialogue remembers it, so a "yes" next turn
+# accepts it (chatbot/dialogue.py).
+OFFER_HUMAN = "offer:human"
+OFFER_STATUS = "offer:status"
+
+
+def refuse(ctx: TurnContext, intent: str, order: OrderFacts, facts: dict[str, str]) -> AnswerPlan:
+    """Cancel or change of address refused by the order's status, with what the shopper
+    can do instead offered in the same reply: where a shipped order is now, a person
+    for a delivered one (a return), nothing for a cancelled one."""
+    offer = {"processed": OFFER_STATUS, "delivered": OFFER_HUMAN}.get(order.status)
+    key = f"not_allowed_{order.status}" if offer else "not_allowed"
+    plan = say(ctx, intent, key, facts, personal=True)
+    if offer:
+        plan.actions = [offer]
+    return plan
+
+
+def cancel_reason_find(text: str) -> str:
+    """The policy's cancellation reason the shopper gave in ``text``, or ""."""
+    for reason, pattern in _CANCEL_REASON_PATTERNS.items():
+        if pattern.search(text):
+            return reason
+    return ""
+
+
+def cancel_confirm(ctx: TurnContext, order: OrderFacts, reason: str) -> AnswerPlan:
+    """List the cancellation with its reason; deterministic code performs it after a yes."""
+    facts = order_facts(order, ctx.language) | {
+        "reason": template_text(ctx, rt.CANCEL_ORDER, "reason_" + reason.replace(" ", "_"))
+    }
+    ctx.state["pending_action"] = {
+        "type": "cancel",
+        "order_id": order.order_id,
+        "reason": reason,
+        "at": time.time(),
+    }
+    return say(ctx, rt.CANCEL_ORDER, "confirm_reason", facts, actions=["confirm"], personal=True)
+
+
+def cancel_reason_given(ctx: TurnContext, order_id: str) -> AnswerPlan | None:
+    """The shopper's answer to "why cancel?": the confirmation, or None if no policy
+    reason is in it (the dialogue then asks again or moves on)."""
+    reason = cancel_reason_find(ctx.text)
+    if not reason:
+        return None
+    order = ctx.orders().order_get(customer_id=ctx.customer_id, order_id=order_id)
+    if order is None:
+        return say(
+            ctx, "dialogue", "order_not_found", {"order_id": order_id}, label=rt.CANCEL_ORDER
+        )
+    if order.status != "pending":
+        return refuse(ctx, rt.CANCEL_ORDER, order, order_facts(order, ctx.language))
+    return cancel_confirm(ctx, order, reason)
+
+
+def is_late(order: OrderFacts) -> bool:
+    """Past its estimated delivery date and neither delivered nor cancelled."""
+    eta = order.estimated_delivery
+    return order.status in OPEN_STATUSES and eta is not None and eta < timezone.localdate()
+
+
+def is_general_delivery(text: str, slots: dict[str, str]) -> bool:
+    """A question about delivery times in general, not about one of the shopper's orders."""
+    if slots.get("order_id") or find_order_id(text):
+        return False
+    return bool(_GENERAL_DELIVERY.search(text)) and not _OWN_ORDER.search(text)
+
+
+def delivery_estimate(ctx: TurnContext) -> AnswerPlan:
+    """How long delivery takes, from the shop's shipping options; to the verified
+    shopper's city (their latest order's address) when we know it. No order is looked
+    up as the answer, and no identity is needed."""
+    facts = {"options": delivery_times_text(ctx)}
+    key = "estimate"
+    if ctx.customer_id:
+        orders = ctx.orders().orders_for_customer(customer_id=ctx.customer_id)
+        latest = max(orders, key=lambda o: o.placed_on, default=None)
+        if latest is not None and latest.address.city:
+            facts |= {"city": latest.address.city, "state": latest.address.state}
+            key = "estimate_city"
+    return say(ctx, rt.DELIVERY_TIME, key, facts, personal=key == "estimate_city")
+
+
+def delivery_times_text(ctx: TurnContext) -> str:
+    """The shipping options as delivery times: "Standard ($5.99) takes 3-7 business
+    days; Express ($14.99) takes 1-2 business days"."""
+    parts = []
+    for opt in ctx.orders().shipping_options():
+        if ctx.language == "zh":
+            parts.append(
+                f"{opt.name}（${fmt_money(opt.price)}）{opt.days_min}-{opt.days_max}个工作日"
+            )
+        else:
+            parts.append(
+                f"{opt.name} (${fmt_money(opt.price)}) takes "
+                f"{opt.days_min}-{opt.days_max} business days"
+            )
+    return ("；" if ctx.language == "zh" else "; ").join(parts)
+
+
+def tracking_url(carrier: str, tracking: str) -> str:
+    template = CARRIER_TRACKING_URLS.get(carrier)
+    return template.format(tracking=tracking) if template and tracking else ""
 
 
 def address_confirm(ctx: TurnContext, order_id: str, address: Address) -> AnswerPlan:
@@ -223,8 +388,9 @@ def action_perform(ctx: TurnContext, action: dict[str, Any]) -> AnswerPlan:
     intent = rt.CANCEL_ORDER if action["type"] == "cancel" else rt.CHANGE_ADDRESS
     try:
         if action["type"] == "cancel":
+            # The reason the shopper gave (cancel_confirm); never assumed.
             order = service.order_cancel(
-                customer_id=customer_id, order_id=order_id, reason="no longer needed"
+                customer_id=customer_id, order_id=order_id, reason=str(action.get("reason", ""))
             )
         else:
             order = service.order_change_address(
@@ -288,7 +454,14 @@ def order_facts(order: OrderFacts, language: str) -> dict[str, str]:
         "payment_method": PAYMENT_TEXT[lang].get(order.payment_method, order.payment_method),
         "refund_timing": timing,
         "address": order.address.one_line(),
+        "track_url": tracking_url(
+            order.carrier, order.tracking_ids[0] if order.tracking_ids else ""
+        ),
     }
+
+
+def _lang(ctx: TurnContext) -> str:
+    return ctx.language if ctx.language in STATUS_TEXT else "en"
 
 
 def find_order_id(text: str) -> str:

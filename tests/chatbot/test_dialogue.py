@@ -77,7 +77,9 @@ def test_verification_by_name_and_zip(seeded_shop: None) -> None:
 
 def test_cancel_needs_an_explicit_yes(seeded_shop: None) -> None:
     state: dict[str, Any] = {}
-    plan, _ = turn("please cancel order #W9583042", customer=MEI, state=state)
+    plan, _ = turn(
+        "please cancel order #W9583042, I ordered it by mistake", customer=MEI, state=state
+    )
     assert plan.actions == ["confirm"] and "yes" in plan.text.lower()
     assert Order.objects.get(order_id="#W9583042").status == "pending"
     # Anything but a clear yes drops the pending action.
@@ -90,11 +92,11 @@ def test_cancel_needs_an_explicit_yes(seeded_shop: None) -> None:
 
 def test_cancel_with_yes_cancels_and_no_keeps(seeded_shop: None) -> None:
     state: dict[str, Any] = {}
-    turn("cancel #W9583042", customer=MEI, state=state)
+    turn("cancel #W9583042, no longer needed", customer=MEI, state=state)
     plan, _ = turn("no", customer=MEI, state=state)
     assert Order.objects.get(order_id="#W9583042").status == "pending"
     assert "haven't cancelled" in plan.text
-    turn("cancel #W9583042", customer=MEI, state=state)
+    turn("cancel #W9583042, no longer needed", customer=MEI, state=state)
     plan, _ = turn("yes", customer=MEI, state=state)
     assert plan.actions == ["performed:cancel"]
     assert Order.objects.get(order_id="#W9583042").status == "cancelled"
