@@ -17,8 +17,15 @@ from typing import Any
 
 from django.conf import settings
 
-from chatbot.orders.identity import customer_match_from_text
-from chatbot.orders.types import OrderService, OrderServiceError
+from chatbot.orders.identity import (
+    CodeUnavailable,
+    code_check,
+    code_in_text,
+    code_send,
+    customer_match_from_text,
+    proof_is_strong,
+)
+from chatbot.orders.types import Customer, OrderService, OrderServiceError
 from routing import types as rt
 from routing.router import route_message
 from routing.templates import template_render
@@ -193,6 +200,13 @@ class Dialogue:
     def _continue_pending(self, state: dict[str, Any]) -> AnswerPlan | None:
         """Answers that depend on what the bot asked last turn."""
         ctx = self.ctx
+        if state.get("awaiting") == "code":
+            coded = self._code_continue(state)
+            if coded is not None:
+                return coded
+        handoff = handoff_continue(ctx, yes=is_yes(ctx.text), no=is_no(ctx.text))
+        if handoff is not None:
+            return handoff
         offer = state.pop("pending_offer", None)
         fresh = offer and time.time() - float(offer.get("at", 0)) <= PENDING_ACTION_TTL_S
         if fresh and offer.get("kind") == "status" and is_yes(ctx.text):
@@ -218,7 +232,7 @@ class Dialogue:
                 state.pop("pending_action", None)
             elif is_yes(ctx.text):
                 state.pop("pending_action", None)
-                return action_perform(ctx, action)
+                return self._perform_with_proof(action)
             elif is_no(ctx.text):
                 state.pop("pending_action", None)
                 intent = rt.CANCEL_ORDER if action["type"] == "cancel" else rt.CHANGE_ADDRESS
@@ -230,6 +244,17 @@ class Dialogue:
         awaiting = state.get("awaiting")
         if awaiting == "identity":
             match = customer_match_from_text(text=ctx.text, service=self.service)
+            if match is not None and not settings.TIERDESK_CHAT_IDENTITY_READS:
+                # The shop doesn't let a typed email open orders: the conversation is
+                # bound to the shopper only once the emailed code comes back.
+                state.pop("awaiting", None)
+                then = {
+                    "kind": "intent",
+                    "intent": state.pop("pending_intent", None),
+                    "slots": state.pop("pending_slots", {}) or {},
+                    "method": match.method,
+                }
+                return self._code_ask(then, match.customer)
             if match is not None:
                 customer = match.customer
                 ctx.verified_method = match.method
@@ -269,3 +294,69 @@ class Dialogue:
                 state.pop("pending_intent", None)
                 return order_intent(ctx, intent, {"order_id": order_id})
         return None
+
+    # -- strong proof before a change (docs/identity.md) -------------------------------------
+    def _perform_with_proof(self, action: dict[str, Any]) -> AnswerPlan:
+        """Perform a confirmed change only for a shopper who proved who they are: the
+        shop's token, or the code emailed to them. A typed email alone never suffices."""
+        ctx = self.ctx
+        if proof_is_strong(state=ctx.state, identity=ctx.identity, customer_id=ctx.customer_id):
+            return action_perform(ctx, action)
+        if settings.TIERDESK_ORDER_CHANGE_PROOF == "token":
+            return say(ctx, "dialogue", "change_needs_login", tier=rt.L1, label="verify")
+        return self._code_ask({"kind": "action", "action": action})
+
+    def _code_ask(self, then: dict[str, Any], customer: Customer | None = None) -> AnswerPlan:
+        """Email a one-time code and wait for it; ``then`` is what it unlocks."""
+        ctx, state = self.ctx, self.ctx.state
+        if customer is None:
+            customer = self.service.customer_by_id(customer_id=ctx.customer_id)
+        if customer is None or not customer.email:
+            return say(ctx, "dialogue", "change_needs_login", tier=rt.L1, label="verify")
+        try:
+            masked = code_send(state=state, customer=customer, language=self.lang)
+        except CodeUnavailable as exc:
+            key = "code_locked" if exc.reason == "locked" else "code_too_many"
+            return say(ctx, "dialogue", key, tier=rt.L1, label="verify")
+        state.update(awaiting="code", code_then=then)
+        return say(ctx, "dialogue", "code_sent", {"email": masked}, tier=rt.L1, label="verify")
+
+    def _code_continue(self, state: dict[str, Any]) -> AnswerPlan | None:
+        """The shopper's answer to "type the code": check it, then do what it unlocks."""
+        ctx = self.ctx
+        if code_in_text(ctx.text) is None and not re.search(r"\d", ctx.text):
+            # No code in sight: the shopper moved on. Drop the wait (and the code).
+            for key in ("awaiting", "code_then", "verify_code"):
+                state.pop(key, None)
+            return None
+        result = code_check(state=state, text=ctx.text)
+        if result.outcome == "wrong":
+            return say(
+                ctx,
+                "dialogue",
+                "code_wrong",
+                {"attempts_left": str(result.attempts_left)},
+                tier=rt.L1,
+                label="verify",
+            )
+        state.pop("awaiting", None)
+        then = state.pop("code_then", None) or {}
+        if result.outcome != "ok":
+            key = {"locked": "code_locked", "expired": "code_expired"}.get(
+                result.outcome, "code_expired"
+            )
+            return say(ctx, "dialogue", key, tier=rt.L1, label="verify")
+        if then.get("kind") == "action":
+            return action_perform(ctx, then["action"])
+        if not ctx.customer_id:
+            # Identified by email and proved by the code: now bind the conversation.
+            customer = self.service.customer_by_id(customer_id=result.customer_id)
+            if customer is None:
+                return say(ctx, "dialogue", "identity_failed", tier=rt.L1, label="verify")
+            ctx.customer_id = customer.customer_id
+            ctx.verified = customer
+            ctx.verified_method = str(then.get("method") or "email")
+        intent = then.get("intent")
+        if intent:
+            return order_intent(ctx, str(intent), dict(then.get("slots") or {}))
+        return say(ctx, "dialogue", "code_ok", tier=rt.L1, label="verify")

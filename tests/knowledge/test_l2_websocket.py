@@ -73,7 +73,7 @@ async def test_an_invented_sentence_is_replaced_before_the_reply_is_stored(
     this test needs it every time. Retrieval, the guard and the consumer are real."""
     await database_sync_to_async(_seed)()
     fake_models["fallback"].replies = [
-        "The boots are water resistant but not fully waterproof. "
+        "The Hiking Boots come in a waterproof version and a version that is not waterproof. "
         "Soak them overnight in warm water to soften new leather."
     ]
     comm, _ = await connect()
@@ -83,7 +83,9 @@ async def test_an_invented_sentence_is_replaced_before_the_reply_is_stored(
     done = frames[-1]
     assert done["type"] == "done" and done["tier"] == "L2", frames
     replaced = [f["text"] for f in frames if f["type"] == "replace"]
-    assert replaced == ["The boots are water resistant but not fully waterproof."]
+    assert replaced == [
+        "The Hiking Boots come in a waterproof version and a version that is not waterproof."
+    ]
     assert done["guard"] == "trimmed"
     reply = await database_sync_to_async(Message.objects.get)(pk=done["message_id"])
     assert reply.text == replaced[0]
