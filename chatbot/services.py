@@ -104,6 +104,7 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[AnswerPlan, int
         language=message.language or language_detect(message.text),
         state=dict(conversation.state or {}),
         customer_id=conversation.customer_id,
+        identity=conversation.identity,
         history=conversation_recent_turns(
             conversation_id=conversation_id, before_id=message_id, turns=3
         ),

@@ -76,6 +76,9 @@ class TurnContext:
     # Set when the shopper verified in this turn, with how ("email" / "name_zip").
     verified: Customer | None = None
     verified_method: str = ""
+    # How the conversation was bound to ``customer_id`` ("token", "email", "name_zip"):
+    # only a token is strong enough to change an order without the emailed code.
+    identity: str = ""
     # From the session's release (releases): the router's clarify threshold
     # (None: the setting) and the reply templates' version ("" : the plain keys).
     clarify_threshold: float | None = None

@@ -1,6 +1,6 @@
 """Who the shopper is: a token signed by the shop, or verification in the chat.
 
-Shopper token (docs/identity.md)::
+Shopper token (docs/identity.md), or an HS256 JWT with a ``kid`` (below)::
 
     base64url(JSON payload) "." base64url(HMAC-SHA256(key, first part))
 
@@ -20,14 +20,19 @@ import binascii
 import hashlib
 import hmac
 import json
+import logging
 import re
+import secrets
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import jwt
 from django.conf import settings
+from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
+from django.core.mail import send_mail
 
 from ..refusals import Refusal
 from .types import Customer, OrderService
@@ -39,6 +44,7 @@ MAX_CUSTOMER_ID_CHARS = 64
 CLOCK_SKEW_S = 60
 
 _B64URL_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+logger = logging.getLogger(__name__)
 
 
 class ShopperTokenError(Refusal, ValueError):
@@ -100,6 +106,8 @@ def shopper_token_verify(*, token: str) -> ShopperClaims:
     if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_CHARS:
         raise ShopperTokenError("malformed", "token is empty or too long")
     parts = token.strip().split(".")
+    if len(parts) == 3:
+        return _jwt_claims(token.strip())
     if len(parts) != 2:
         raise ShopperTokenError("malformed", "token must be payload.signature")
     payload_part, signature_part = parts
@@ -115,7 +123,11 @@ def shopper_token_verify(*, token: str) -> ShopperClaims:
         raise ShopperTokenError("malformed", "token payload is not JSON") from exc
     if not isinstance(payload, dict):
         raise ShopperTokenError("malformed", "token payload is not an object")
+    return _claims(payload)
 
+
+def _claims(payload: dict[str, Any]) -> ShopperClaims:
+    """The checks both token formats share: field types, expiry, the lifetime cap."""
     customer_id = payload.get("customer_id")
     vip = payload.get("vip", False)
     exp = payload.get("exp")
@@ -188,3 +200,216 @@ def customer_from_text(*, text: str, service: OrderService) -> Customer | None:
     """
     match = customer_match_from_text(text=text, service=service)
     return match.customer if match else None
+
+
+# --- JWT shopper tokens -----------------------------------------------------------------------
+# Every shop platform has a JWT library, so a shop may sign an HS256 JWT instead of the
+# two-part token above: header {"alg": "HS256", "kid": <key id>}, claims "sub" (or
+# "customer_id"), "exp" (required), "vip" (optional). The key is looked up by ``kid`` in
+# TIERDESK_SHOPPER_JWT_KEYS, so a shop can rotate keys without downtime.
+
+
+def _jwt_claims(token: str) -> ShopperClaims:
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.InvalidTokenError as exc:
+        raise ShopperTokenError("malformed", "JWT header is not readable") from exc
+    # Only HS256: "none" and asymmetric algorithms (key confusion) are refused outright.
+    if header.get("alg") != "HS256":
+        raise ShopperTokenError("malformed", "JWT must be signed with HS256")
+    keys: dict[str, str] = settings.TIERDESK_SHOPPER_JWT_KEYS
+    kid = header.get("kid")
+    if not isinstance(kid, str) or kid not in keys:
+        raise ShopperTokenError("forged", "JWT key id is unknown")
+    try:
+        payload = jwt.decode(token, keys[kid], algorithms=["HS256"], options={"require": ["exp"]})
+    except jwt.ExpiredSignatureError as exc:
+        raise ShopperTokenError("expired", "token has expired") from exc
+    except jwt.InvalidSignatureError as exc:
+        raise ShopperTokenError("forged", "token signature does not match") from exc
+    except jwt.InvalidTokenError as exc:
+        raise ShopperTokenError("malformed", f"JWT is not valid: {type(exc).__name__}") from exc
+    return _claims(
+        {
+            "customer_id": payload.get("customer_id", payload.get("sub")),
+            "vip": payload.get("vip", False),
+            "exp": payload.get("exp"),
+        }
+    )
+
+
+def shopper_jwt_issue(
+    *, customer_id: str, kid: str, vip: bool = False, ttl_s: int | None = None
+) -> str:
+    """A JWT as a shop would sign it (tests and docs use this)."""
+    now = int(time.time())
+    ttl = settings.TIERDESK_SHOPPER_TOKEN_MAX_AGE_S if ttl_s is None else ttl_s
+    claims = {"sub": customer_id, "vip": vip, "iat": now, "exp": now + int(ttl)}
+    key = settings.TIERDESK_SHOPPER_JWT_KEYS[kid]
+    return jwt.encode(claims, key, algorithm="HS256", headers={"kid": kid})
+
+
+# --- strong proof for changing an order ---------------------------------------------------------
+# Knowing a shopper's email (or name + zip) is not proof of being them. Reading an order
+# may rest on it if the shop allows (TIERDESK_CHAT_IDENTITY_READS); changing one needs the
+# shop's signed token or a one-time code sent to the shopper's email
+# (TIERDESK_ORDER_CHANGE_PROOF). The code lives hashed in the conversation's state, with
+# its attempts; a customer who reaches the attempt limit is locked for a while in the
+# shared cache, so opening a new conversation does not buy new attempts.
+
+STRONG_METHODS = frozenset({"token", "email_code"})
+CODE_DIGITS = 6
+_CODE_RE = re.compile(r"(?<!\d)(\d{6})(?!\d)")
+_STATE_KEY = "verify_code"
+_PROOF_KEY = "strong_proof"
+
+EMAIL_TEXT = {
+    "en": (
+        "Your verification code",
+        "Your code is {code}. Type it in the chat to confirm the change to your order. "
+        "It expires in {minutes} minutes. If you didn't ask for it, ignore this email: "
+        "nothing changes without it.",
+    ),
+    "zh": (
+        "您的验证码",
+        "您的验证码是 {code}。请在聊天中输入它以确认对订单的修改，{minutes} 分钟内有效。"
+        "如果不是您本人操作，请忽略此邮件：没有验证码，订单不会被修改。",
+    ),
+}
+
+
+class CodeUnavailable(Exception):
+    """No code can be sent now: the customer is locked or asked for too many codes."""
+
+    def __init__(self, reason: Literal["locked", "too_many"]) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class CodeCheck:
+    outcome: Literal["ok", "wrong", "locked", "expired", "none"]
+    attempts_left: int = 0
+    customer_id: str = ""  # whom the code was sent to (set with "ok")
+
+
+def email_mask(email: str) -> str:
+    """``james.li@example.com`` -> ``j***@example.com``: enough to recognise, not to learn."""
+    local, _, domain = email.partition("@")
+    return f"{local[:1]}***@{domain}" if domain else "***"
+
+
+def _cache_key(kind: str, customer_id: str) -> str:
+    digest = hashlib.sha256(customer_id.encode("utf-8")).hexdigest()[:24]
+    return f"{settings.TIERDESK_STATE_PREFIX}:verify:{kind}:{digest}"
+
+
+def _code_hash(customer_id: str, salt: str, code: str) -> str:
+    message = f"{customer_id}\x00{salt}\x00{code}".encode()
+    return hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).hexdigest()
+
+
+def proof_is_strong(*, state: dict[str, Any], identity: str, customer_id: str) -> bool:
+    """Has this conversation proved strongly that it is ``customer_id``'s shopper?"""
+    if not customer_id:
+        return False
+    if identity in STRONG_METHODS:
+        return True
+    proof = state.get(_PROOF_KEY) or {}
+    return (
+        proof.get("customer_id") == customer_id
+        and time.time() - float(proof.get("at", 0)) <= settings.TIERDESK_VERIFY_PROOF_TTL_S
+    )
+
+
+def customer_locked(*, customer_id: str) -> bool:
+    return bool(cache.get(_cache_key("lock", customer_id)))
+
+
+def customer_ref(customer_id: str) -> str:
+    """A customer's id in the logs: stable, but not the id itself (logs travel further)."""
+    return hashlib.sha256(customer_id.encode("utf-8")).hexdigest()[:12]
+
+
+def code_send(*, state: dict[str, Any], customer: Customer, language: str) -> str:
+    """Email a fresh one-time code to the customer; return the masked address.
+
+    Raises ``CodeUnavailable`` when the customer is locked or has had too many codes
+    this hour (both logged). Replaces any earlier code of this conversation."""
+    cid = customer.customer_id
+    if customer_locked(customer_id=cid):
+        logger.warning("verify code refused: customer locked customer=%s", customer_ref(cid))
+        raise CodeUnavailable("locked")
+    sends_key = _cache_key("sends", cid)
+    cache.add(sends_key, 0, timeout=3600)
+    try:
+        sends = cache.incr(sends_key)
+    except ValueError:  # expired between add and incr
+        cache.set(sends_key, 1, timeout=3600)
+        sends = 1
+    if sends > settings.TIERDESK_VERIFY_CODES_PER_HOUR:
+        logger.warning("verify code refused: too many codes customer=%s", customer_ref(cid))
+        raise CodeUnavailable("too_many")
+    code = f"{secrets.randbelow(10**CODE_DIGITS):0{CODE_DIGITS}d}"
+    salt = secrets.token_hex(8)
+    state[_STATE_KEY] = {
+        "customer_id": cid,
+        "salt": salt,
+        "hash": _code_hash(cid, salt, code),
+        "expires": time.time() + settings.TIERDESK_VERIFY_CODE_TTL_S,
+        "attempts": 0,
+    }
+    subject, body = EMAIL_TEXT.get(language, EMAIL_TEXT["en"])
+    minutes = max(1, settings.TIERDESK_VERIFY_CODE_TTL_S // 60)
+    send_mail(
+        subject,
+        body.format(code=code, minutes=minutes),
+        None,  # DEFAULT_FROM_EMAIL
+        [customer.email],
+    )
+    logger.info("verify code sent customer=%s", customer_ref(cid))
+    return email_mask(customer.email)
+
+
+def code_pending(*, state: dict[str, Any]) -> bool:
+    return bool(state.get(_STATE_KEY))
+
+
+def code_in_text(text: str) -> str | None:
+    match = _CODE_RE.search(text)
+    return match.group(1) if match else None
+
+
+def code_check(*, state: dict[str, Any], text: str) -> CodeCheck:
+    """Check the code the shopper typed against the pending one (attempts counted).
+
+    ``ok`` records the strong proof in ``state``; the fifth wrong attempt (by default)
+    drops the code and locks the customer for TIERDESK_VERIFY_LOCK_S."""
+    pending = state.get(_STATE_KEY)
+    if not pending:
+        return CodeCheck("none")
+    cid = str(pending["customer_id"])
+    if customer_locked(customer_id=cid):
+        state.pop(_STATE_KEY, None)
+        return CodeCheck("locked")
+    if time.time() > float(pending["expires"]):
+        state.pop(_STATE_KEY, None)
+        logger.info("verify code expired customer=%s", customer_ref(cid))
+        return CodeCheck("expired")
+    typed = code_in_text(text) or ""
+    if typed and hmac.compare_digest(_code_hash(cid, str(pending["salt"]), typed), pending["hash"]):
+        state.pop(_STATE_KEY, None)
+        state[_PROOF_KEY] = {"customer_id": cid, "at": time.time()}
+        logger.info("verify code accepted customer=%s", customer_ref(cid))
+        return CodeCheck("ok", customer_id=cid)
+    pending["attempts"] = int(pending["attempts"]) + 1
+    left = settings.TIERDESK_VERIFY_CODE_ATTEMPTS - pending["attempts"]
+    logger.warning(
+        "verify code wrong customer=%s attempts=%s", customer_ref(cid), pending["attempts"]
+    )
+    if left <= 0:
+        state.pop(_STATE_KEY, None)
+        cache.set(_cache_key("lock", cid), 1, timeout=settings.TIERDESK_VERIFY_LOCK_S)
+        logger.warning("verify locked customer after wrong codes customer=%s", customer_ref(cid))
+        return CodeCheck("locked")
+    return CodeCheck("wrong", attempts_left=left)
