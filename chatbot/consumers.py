@@ -21,7 +21,15 @@ from urllib.parse import parse_qs
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from .botcheck import BotSession
-from .protocol import IdentifyFrame, MessageFrame, PingFrame, RateFrame, frame_parse
+from .handoff import agents_group, group_frame, shopper_group
+from .protocol import (
+    IdentifyFrame,
+    MessageFrame,
+    PingFrame,
+    RateFrame,
+    TypingFrame,
+    frame_parse,
+)
 from .receive import (
     Connection,
     TurnQueue,
@@ -60,11 +68,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
         )
         self.turns = TurnQueue()
         self.bot = BotSession.open()
+        # Human handoff: the queue, the person's messages and typing reach this group.
+        await self._group("add")
         await self.accept()
         await self.send_json(await hello_frame(connection=self.connection, bot=self.bot))
         self.worker = asyncio.create_task(self._run_turns())
 
     async def disconnect(self, code: int) -> None:
+        await self._group("discard")
         if self.worker is not None:
             self.worker.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -87,6 +98,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             elif isinstance(frame, RateFrame):
                 await self.send_json(
                     await conversation_rate(conversation_id=self.conversation_id, frame=frame)
+                )
+            elif isinstance(frame, TypingFrame):
+                await group_frame(
+                    agents_group(self.conversation_id),
+                    {"type": "typing", "who": "shopper", "conversation": self.conversation_id},
                 )
         except Refusal as refusal:
             await self.send_json(refusal_frame(refusal))
@@ -117,6 +133,20 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 received_at=received_at,
             ):
                 await self.send_json(frame)
+
+    async def _group(self, action: str) -> None:
+        if self.channel_layer is None or not hasattr(self, "connection"):
+            return
+        group = shopper_group(self.conversation_id)
+        with contextlib.suppress(Exception):  # Redis down: chat goes on without the desk
+            if action == "add":
+                await self.channel_layer.group_add(group, self.channel_name)
+            else:
+                await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def relay_frame(self, event: dict[str, Any]) -> None:
+        """A frame from the desk (the person's message, typing, the queue) for this shopper."""
+        await self.send_json(event["frame"])
 
     async def send_json(self, content: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(content, ensure_ascii=False))

@@ -41,6 +41,12 @@ from .answerers.l1 import (
     order_intent,
     parse_address,
 )
+from .handoff_dialogue import (
+    HANDOFF_INTENT,
+    handoff_continue,
+    handoff_offer,
+    handoff_offer_if_stuck,
+)
 
 PENDING_ACTION_TTL_S = 600  # a "yes" more than 10 minutes later confirms nothing
 _YES = {
@@ -157,7 +163,10 @@ class Dialogue:
 
     def _answer(self, decision: rt.RouteDecision) -> AnswerPlan:
         """The tier's answerer plans the reply; the dialogue remembers what it offered."""
-        return self._offers_remember(answerer_for(decision.tier).plan(self.ctx, decision))
+        if decision.intent == HANDOFF_INTENT:
+            return handoff_offer(self.ctx)
+        plan = self._offers_remember(answerer_for(decision.tier).plan(self.ctx, decision))
+        return handoff_offer_if_stuck(self.ctx, decision, plan)
 
     def _offers_remember(self, plan: AnswerPlan) -> AnswerPlan:
         """Remember what the reply offered, so that a "yes" next turn is read as
@@ -173,6 +182,10 @@ class Dialogue:
                 "order_id": state["last_order_id"],
                 "at": time.time(),
             }
+        if "offer:human" in plan.actions:
+            # The bot offered a person (L2 found nothing, a late order, a refusal):
+            # a "yes" next turn queues.
+            state["pending_handoff"] = {"at": time.time()}
         return plan
 
     def _cancel_reason(self, state: dict[str, Any]) -> AnswerPlan | None:

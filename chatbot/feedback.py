@@ -43,8 +43,10 @@ def _satisfied(kind: str, value: int) -> bool:
 
 def feedback_rate(*, conversation_id: int, message_id: int | None, value: str | int) -> Rated:
     """Store (or change) a rating and count it in the release metrics."""
+    # A person's messages (human handoff, tier "human") are rated like the bot's:
+    # CSAT is reported for bot and human separately.
     replies = Message.objects.filter(
-        conversation_id=conversation_id, role=Message.Role.BOT
+        conversation_id=conversation_id, role__in=[Message.Role.BOT, Message.Role.AGENT]
     ).exclude(status=Message.Status.STREAMING)
     if message_id is not None:
         kind, stored = Feedback.Kind.THUMB, THUMBS[str(value)]

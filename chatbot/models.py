@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import uuid
 
+from django.conf import settings
 from django.db import models
 
 
@@ -20,6 +21,12 @@ class Conversation(models.Model):
         EMAIL = "email", "email in chat"
         NAME_ZIP = "name_zip", "name and zip in chat"
 
+    class Handoff(models.TextChoices):
+        NONE = "none", "bot only"
+        QUEUED = "queued", "waiting for a person"
+        CLAIMED = "claimed", "a person answers"
+        RESOLVED = "resolved", "resolved by a person"
+
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     session_key = models.CharField(max_length=64, unique=True, default=new_session_key)
     customer_id = models.CharField(max_length=64, blank=True, db_index=True)
@@ -33,6 +40,22 @@ class Conversation(models.Model):
     user_agent = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Human handoff (chatbot/handoff.py, docs/desk.md): queued for a person, claimed by
+    # one (the bot stays silent), resolved (the bot answers again).
+    handoff = models.CharField(
+        max_length=12, choices=Handoff.choices, default=Handoff.NONE, db_index=True
+    )
+    handoff_agent = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="handoff_conversations",
+    )
+    handoff_queued_at = models.DateTimeField(null=True, blank=True)
+    handoff_claimed_at = models.DateTimeField(null=True, blank=True)
+    handoff_first_reply_at = models.DateTimeField(null=True, blank=True)
+    handoff_resolved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-updated_at"]
@@ -45,6 +68,7 @@ class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user", "shopper"
         BOT = "bot", "bot"
+        AGENT = "agent", "support agent"  # a person at the desk (human handoff)
 
     class Status(models.TextChoices):
         RECEIVED = "received", "received"  # a shopper message, stored
@@ -180,3 +204,25 @@ class BotCheck(models.Model):
 
     def __str__(self) -> str:
         return f"bot check {self.action} ({self.reason})"
+
+
+class AgentPresence(models.Model):
+    """Whether a support agent can take a conversation (the desk keeps it current).
+
+    Online means: status online, a desk connection open, and a heartbeat within
+    TIERDESK_HANDOFF_AGENT_TIMEOUT_S. Kept here, not in the desk app, because the
+    dialogue must know whether anybody can answer before it offers a person."""
+
+    class Status(models.TextChoices):
+        ONLINE = "online", "online"
+        AWAY = "away", "away"
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="presence"
+    )
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.ONLINE)
+    connections = models.IntegerField(default=0)
+    last_seen = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.status})"

@@ -53,7 +53,12 @@ class RateFrame:
     value: str | int
 
 
-Frame = MessageFrame | IdentifyFrame | PingFrame | RateFrame
+@dataclass(frozen=True)
+class TypingFrame:
+    """The shopper is typing (relayed to the person holding the conversation)."""
+
+
+Frame = MessageFrame | IdentifyFrame | PingFrame | RateFrame | TypingFrame
 
 
 def _field(data: dict[str, Any], name: str, kind: type, *, max_len: int | None = None) -> Any:
@@ -109,6 +114,8 @@ def frame_parse(text_data: str | None, bytes_data: bytes | None) -> Frame:
         return IdentifyFrame(token=_field(data, "token", str, max_len=4096))
     if kind == "rate":
         return _rate_parse(data)
+    if kind == "typing":
+        return TypingFrame()
     if kind == "ping":
         ts = data.get("ts")
         return PingFrame(ts=ts if isinstance(ts, int | float | str) else None)

@@ -24,6 +24,7 @@ from . import selectors, services
 from .botcheck import BotSession
 from .botcheck.store import message_store_checked, verdict_record
 from .feedback import feedback_rate
+from .handoff import HANDOFF_CLAIMED, handoff_relay, handoff_status
 from .limits import message_admit
 from .orders.identity import shopper_token_verify
 from .protocol import IdentifyFrame, MessageFrame, PingFrame, RateFrame
@@ -100,6 +101,9 @@ async def hello_frame(*, connection: Connection, bot: BotSession) -> dict[str, A
     score = await database_sync_to_async(selectors.conversation_score)(
         conversation_id=connection.conversation_id
     )
+    handoff = await database_sync_to_async(handoff_status)(
+        conversation_id=connection.conversation_id
+    )
     return {
         "type": "hello",
         "session": connection.session_key,
@@ -107,6 +111,8 @@ async def hello_frame(*, connection: Connection, bot: BotSession) -> dict[str, A
         "history": history,
         "identified": connection.identified,
         "rating": score,
+        # Human handoff: queued (place, wait) or claimed (the person's name); else None.
+        "handoff": handoff,
         "limits": {
             "max_message_chars": settings.TIERDESK_MAX_MESSAGE_CHARS,
             "max_frame_bytes": settings.TIERDESK_MAX_FRAME_BYTES,
@@ -132,6 +138,8 @@ class Receipt:
     answering: bool
     # A rate limit or the queue bound: the message is stored and acked, not answered.
     refused: Refusal | None = None
+    # A person holds the conversation (human handoff): the bot stays silent.
+    human: bool = False
 
     @property
     def answer(self) -> bool:
@@ -140,13 +148,16 @@ class Receipt:
 
     @property
     def ack(self) -> dict[str, Any]:
-        return {
+        ack = {
             "type": "ack",
             "id": self.client_id,
             "message_id": self.message_id,
             "duplicate": self.duplicate,
             "answering": self.answering,
         }
+        if self.human:
+            ack["human"] = True
+        return ack
 
 
 async def message_receive(
@@ -188,6 +199,20 @@ async def message_receive(
     # this connection hasn't queued it already (the widget resends what it hasn't
     # seen acked; the ack may have been lost with a killed process).
     answering = stored.created or (stored.unanswered and not turns.holds(message_id))
+    if answering:
+        # Queued or claimed for a person: the desk sees the message; claimed, the person
+        # answers it, not the bot.
+        held = await handoff_relay(
+            conversation_id=conversation_id, message=stored.message, relay=stored.created
+        )
+        if held == HANDOFF_CLAIMED:
+            return Receipt(
+                client_id=frame.client_id,
+                message_id=message_id,
+                duplicate=not stored.created,
+                answering=False,
+                human=True,
+            )
     receipt = Receipt(
         client_id=frame.client_id,
         message_id=message_id,

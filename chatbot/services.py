@@ -17,9 +17,12 @@ from releases.assignment import release_assign
 from releases.config import ReleaseConfig
 from releases.metrics import ReplyFacts, reply_record
 from releases.models import STABLE
+from routing.templates import template_render
 
-from .answerers.base import AnswerPlan
+from .answerers.base import AnswerPlan, template_text
 from .dialogue import Dialogue, TurnContext
+from .handoff import desk_group, group_frame_sync, handoff_queue, handoff_status, shopper_group
+from .handoff_dialogue import HANDOFF_INTENT, STATUS_KEY
 from .models import Conversation, Message
 from .selectors import conversation_recent_turns
 
@@ -111,8 +114,11 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[AnswerPlan, int
         clarify_threshold=assignment.config.clarify_threshold,
         prompt_version=assignment.config.prompt_version,
     )
+    ctx.state[STATUS_KEY] = conversation.handoff
     plan = Dialogue(ctx).plan()
+    ctx.state.pop(STATUS_KEY, None)
     _release_apply(plan, assignment.config)
+    handoff_frame = _handoff_apply(conversation_id, ctx, plan)
     conversation.state = ctx.state
     conversation.language = plan.language
     fields = ["state", "language", "updated_at"]
@@ -143,7 +149,30 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[AnswerPlan, int
             variant=assignment.variant,
             release_id=assignment.release_id,
         )
+    if handoff_frame is not None:
+        # The shopper's widget shows the queue (or the ticket form); open desks re-read it.
+        group_frame_sync(shopper_group(conversation_id), handoff_frame)
+        group_frame_sync(desk_group(), {"type": "queue_changed"})
     return plan, reply.pk
+
+
+def _handoff_apply(conversation_id: int, ctx: TurnContext, plan: AnswerPlan) -> dict | None:
+    """Perform the plan's handoff action: queue the conversation (the reply then says
+    its place and the wait), or say nobody can answer. Returns the widget's frame."""
+    if "handoff:queue" in plan.actions:
+        info = handoff_queue(conversation_id=conversation_id)
+        if info is None:  # a person holds it already
+            return handoff_status(conversation_id=conversation_id)
+        if not plan.text:
+            plan.text = template_render(
+                template_text(ctx, HANDOFF_INTENT, "queued"),
+                {"position": str(info.position), "wait": str(max(1, round(info.wait_s / 60)))},
+            )
+        return info.frame()
+    if "handoff:unavailable" in plan.actions:
+        reason = "closed" if "handoff:closed" in plan.actions else "nobody_online"
+        return {"type": "handoff", "status": "unavailable", "reason": reason}
+    return None
 
 
 def _release_apply(plan: AnswerPlan, config: ReleaseConfig) -> None:

@@ -16,12 +16,15 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 
 from chatbot import wsroutes  # noqa: E402
+from desk import wsroutes as desk_wsroutes  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(wsroutes.websocket_urlpatterns))
+            AuthMiddlewareStack(
+                URLRouter([*wsroutes.websocket_urlpatterns, *desk_wsroutes.websocket_urlpatterns])
+            )
         ),
     }
 )

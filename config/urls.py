@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from desk import views as desk_views
 from frontend import operators
 
 from . import views
@@ -10,6 +11,8 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("operators/", include("frontend.operator_urls")),
+    path("desk/", include("desk.urls")),
+    path("tickets/", desk_views.ticket_new, name="ticket_new"),
     path("metrics", operators.metrics, name="metrics"),
     path("", include("frontend.urls")),
     path("shop-api/", include("chatbot.orders.urls")),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import grimp
 
-PACKAGES = ("config", "frontend", "chatbot", "releases", "routing", "knowledge", "inference")
+PACKAGES = ("config", "frontend", "desk", "chatbot", "releases", "routing", "knowledge", "inference")
 ALLOWED = [{"routing.models", "routing.versioning"}]
 
 

@@ -1,6 +1,7 @@
 """Create the demo users in development only: admin / admin (superuser), operator /
-operator (the "operators" group: the console at /operators/) and support / support
-(the "support admins" group: knowledge base and intents)."""
+operator (the "operators" group: the console at /operators/), support / support
+(the "support admins" group: knowledge base and intents) and agent / agent (the
+"support agents" group: the agent desk at /desk/)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
-    help = "Create the demo users admin, operator and support (development only)."
+    help = "Create the demo users admin, operator, support and agent (development only)."
 
     def handle(self, *args: Any, **options: Any) -> None:
         if settings.TIERDESK_ENV != "development":
@@ -33,3 +34,10 @@ class Command(BaseCommand):
             user = user_model.objects.create_user(username, password=username, is_staff=True)
             user.groups.add(Group.objects.get(name=group))
             self.stdout.write(f"created demo {group} user: {username} / {username}")
+        # The agent desk (/desk/): the "support agents" group comes from desk's migration.
+        if not user_model.objects.filter(username="agent").exists():
+            agent = user_model.objects.create_user(
+                "agent", password="agent", is_staff=True, first_name="Sam"
+            )
+            agent.groups.add(Group.objects.get(name="support agents"))
+            self.stdout.write("created demo support agents user: agent / agent")

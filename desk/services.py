@@ -1,0 +1,305 @@
+"""The desk's services: what an agent may see and do, on top of ``chatbot.handoff``.
+
+Every function here is synchronous (database, email); the consumer and the views call
+them off the event loop. Access: an agent sees the queue and the conversations they
+hold, nothing else (``conversation_detail`` raises ``DeskDenied`` for the rest).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from chatbot.handoff import (
+    AGENTS_GROUP,
+    HUMAN_TIER,
+    H,
+    agent_display_name,
+    agents_list,
+    handoff_claim,
+    handoff_requeue_abandoned,
+    handoff_resolve,
+    handoff_transfer,
+)
+from chatbot.models import Conversation, Message
+from chatbot.orders.backends import get_order_service
+from chatbot.orders.types import OrderServiceError
+
+from .models import AuditEvent, Note, Ticket
+
+logger = logging.getLogger(__name__)
+
+DESK_PERMISSION = "desk.use_desk"
+LAST_MESSAGES = 4
+
+
+class DeskDenied(Exception):
+    """The agent may not see or act on that conversation (or ticket)."""
+
+
+def is_agent(user: Any) -> bool:
+    return bool(user.is_authenticated and user.is_active and user.has_perm(DESK_PERMISSION))
+
+
+# -- the inbox --------------------------------------------------------------------------------
+
+
+def _visible(agent_id: int) -> Q:
+    return Q(handoff=H.QUEUED) | Q(handoff=H.CLAIMED, handoff_agent_id=agent_id)
+
+
+def inbox(*, agent_id: int) -> dict[str, Any]:
+    """The queue (oldest first) and the agent's own conversations, with what an agent
+    needs to pick one: wait, language, last messages, tiers the bot used, identity."""
+    now = timezone.now()
+    rows = list(
+        Conversation.objects.filter(_visible(agent_id))
+        .order_by("handoff_queued_at", "pk")
+        .values("pk", "handoff", "handoff_queued_at", "language", "customer_id", "identity", "vip")
+    )
+    ids = [row["pk"] for row in rows]
+    last: dict[int, list[dict[str, Any]]] = {pk: [] for pk in ids}
+    tiers: dict[int, set[str]] = {pk: set() for pk in ids}
+    for message in (
+        Message.objects.filter(conversation_id__in=ids)
+        .exclude(text="")
+        .order_by("-created_at", "-id")
+        .values("conversation_id", "role", "text", "tier")
+    ):
+        conv = message["conversation_id"]
+        if len(last[conv]) < LAST_MESSAGES:
+            last[conv].insert(0, {"role": message["role"], "text": message["text"][:300]})
+        if message["role"] == Message.Role.BOT and message["tier"]:
+            tiers[conv].add(message["tier"])
+    items = [
+        {
+            "id": row["pk"],
+            "status": row["handoff"],
+            "wait_s": round((now - row["handoff_queued_at"]).total_seconds())
+            if row["handoff_queued_at"]
+            else 0,
+            "language": row["language"],
+            "customer_id": row["customer_id"],
+            "identity": row["identity"],
+            "vip": row["vip"],
+            "last": last[row["pk"]],
+            "tiers": sorted(tiers[row["pk"]]),
+        }
+        for row in rows
+    ]
+    return {
+        "type": "inbox",
+        "queue": [item for item in items if item["status"] == H.QUEUED],
+        "mine": [item for item in items if item["status"] == H.CLAIMED],
+        "tickets": tickets_open(),
+        "agents": agents_list(),
+    }
+
+
+def conversation_detail(*, agent_id: int, conversation_id: int) -> dict[str, Any]:
+    """One conversation for the agent: all messages, internal notes, the shopper's
+    verified identity and their orders (only theirs, through the OrderService)."""
+    conversation = Conversation.objects.filter(_visible(agent_id), pk=conversation_id).first()
+    if conversation is None:
+        raise DeskDenied("not in the queue and not yours")
+    messages = [
+        {
+            "message_id": m.pk,
+            "role": m.role,
+            "text": m.text,
+            "tier": m.tier,
+            "intent": m.intent,
+            "agent": (m.metadata or {}).get("agent", ""),
+            "created": m.created_at.isoformat(),
+        }
+        for m in conversation.messages.exclude(text="").order_by("created_at", "id")
+    ]
+    notes = [
+        {"text": n.text, "author": agent_display_name(n.author) if n.author else "", "id": n.pk}
+        for n in Note.objects.filter(conversation=conversation).select_related("author")
+    ]
+    return {
+        "type": "conversation",
+        "id": conversation.pk,
+        "status": conversation.handoff,
+        "mine": conversation.handoff_agent_id == agent_id,
+        "language": conversation.language,
+        "messages": messages,
+        "notes": notes,
+        "customer": _customer(conversation),
+    }
+
+
+def _customer(conversation: Conversation) -> dict[str, Any] | None:
+    """The verified shopper and their orders; None when not verified."""
+    if not conversation.customer_id:
+        return None
+    service = get_order_service()
+    try:
+        customer = service.customer_by_id(customer_id=conversation.customer_id)
+        orders = service.orders_for_customer(customer_id=conversation.customer_id)
+    except OrderServiceError as exc:
+        return {"customer_id": conversation.customer_id, "error": exc.code, "orders": []}
+    if customer is None:
+        return {"customer_id": conversation.customer_id, "orders": []}
+    return {
+        "customer_id": customer.customer_id,
+        "name": f"{customer.first_name} {customer.last_name}".strip(),
+        "email": customer.email,
+        "vip": customer.vip,
+        "verified_by": conversation.identity,
+        "orders": [
+            {
+                "order_id": o.order_id,
+                "status": o.status,
+                "total": str(o.total),
+                "placed_on": o.placed_on.isoformat(),
+                "items": len(o.items),
+            }
+            for o in orders[:20]
+        ],
+    }
+
+
+# -- claim, transfer, resolve, notes ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    # Why not: "taken" (another agent claimed it first), "not_yours", "unknown_agent".
+    reason: str = ""
+
+
+def claim(*, agent_id: int, conversation_id: int) -> Outcome:
+    with transaction.atomic():
+        if not handoff_claim(conversation_id=conversation_id, agent_id=agent_id):
+            return Outcome(False, "taken")
+        AuditEvent.objects.create(
+            conversation_id=conversation_id, actor_id=agent_id, action=AuditEvent.Action.CLAIM
+        )
+    return Outcome(True)
+
+
+def transfer(*, agent_id: int, conversation_id: int, to_agent_id: int) -> Outcome:
+    from django.contrib.auth import get_user_model
+
+    target = get_user_model().objects.filter(pk=to_agent_id, is_active=True).first()
+    if target is None or not (target.groups.filter(name=AGENTS_GROUP).exists() or is_agent(target)):
+        return Outcome(False, "unknown_agent")
+    with transaction.atomic():
+        if not handoff_transfer(
+            conversation_id=conversation_id, from_agent_id=agent_id, to_agent_id=to_agent_id
+        ):
+            return Outcome(False, "not_yours")
+        AuditEvent.objects.create(
+            conversation_id=conversation_id,
+            actor_id=agent_id,
+            action=AuditEvent.Action.TRANSFER,
+            detail={"to": to_agent_id},
+        )
+    return Outcome(True)
+
+
+def resolve(*, agent_id: int, conversation_id: int) -> Outcome:
+    with transaction.atomic():
+        if not handoff_resolve(conversation_id=conversation_id, agent_id=agent_id):
+            return Outcome(False, "not_yours")
+        AuditEvent.objects.create(
+            conversation_id=conversation_id, actor_id=agent_id, action=AuditEvent.Action.RESOLVE
+        )
+    return Outcome(True)
+
+
+def note_add(*, agent_id: int, conversation_id: int, text: str) -> Note:
+    """An internal note (never sent to the shopper) on a conversation the agent can see."""
+    if not Conversation.objects.filter(_visible(agent_id), pk=conversation_id).exists():
+        raise DeskDenied("not in the queue and not yours")
+    return Note.objects.create(conversation_id=conversation_id, author_id=agent_id, text=text)
+
+
+def requeue_abandoned() -> list[int]:
+    """Conversations of agents gone past the timeout go back to the queue (audited)."""
+    ids = handoff_requeue_abandoned()
+    AuditEvent.objects.bulk_create(
+        [AuditEvent(conversation_id=pk, action=AuditEvent.Action.REQUEUE) for pk in ids]
+    )
+    return ids
+
+
+def human_messages(*, conversation_id: int) -> int:
+    return Message.objects.filter(conversation_id=conversation_id, tier=HUMAN_TIER).count()
+
+
+# -- tickets ---------------------------------------------------------------------------------
+
+
+def tickets_open() -> list[dict[str, Any]]:
+    return [
+        {
+            "id": t.pk,
+            "email": t.email,
+            "question": t.question,
+            "language": t.language,
+            "created": t.created_at.isoformat(),
+        }
+        for t in Ticket.objects.filter(status=Ticket.Status.OPEN).order_by("created_at")[:100]
+    ]
+
+
+def ticket_create(*, session_key: str, email: str, question: str) -> Ticket:
+    """Store the shopper's question and email it to the shop (Django's email framework).
+    The ticket is stored first: a mail server that is down loses nothing."""
+    conversation = Conversation.objects.filter(session_key=session_key[:64]).first()
+    ticket = Ticket.objects.create(
+        conversation=conversation,
+        email=email,
+        question=question,
+        language=conversation.language if conversation else "",
+    )
+    try:
+        send_mail(
+            subject=f"[Tierdesk] Ticket {ticket.pk} from {email}",
+            message=(
+                f"A shopper left a question while nobody was available.\n\n"
+                f"From: {email}\nConversation: {conversation.public_id if conversation else '-'}"
+                f"\n\n{question}\n\nAnswer it from the desk: /desk/"
+            ),
+            from_email=settings.DEFAULT_FROM_EMAIL,
+            recipient_list=[settings.TIERDESK_SHOP_EMAIL],
+        )
+    except Exception:
+        logger.exception("ticket %s stored, but the shop could not be emailed", ticket.pk)
+    return ticket
+
+
+def ticket_answer(*, agent_id: int, ticket_id: int, text: str) -> Outcome:
+    """Answer a ticket by email to the shopper. Only an open ticket: two agents
+    answering at once send one email."""
+    with transaction.atomic():
+        updated = Ticket.objects.filter(pk=ticket_id, status=Ticket.Status.OPEN).update(
+            status=Ticket.Status.ANSWERED,
+            answer=text,
+            answered_by_id=agent_id,
+            answered_at=timezone.now(),
+        )
+        if updated != 1:
+            return Outcome(False, "answered")
+        ticket = Ticket.objects.get(pk=ticket_id)
+        AuditEvent.objects.create(
+            ticket=ticket, actor_id=agent_id, action=AuditEvent.Action.TICKET_REPLY
+        )
+        send_mail(
+            subject="Re: your question",
+            message=f"{text}\n\n> {ticket.question}",
+            from_email=settings.TIERDESK_SHOP_EMAIL,
+            recipient_list=[ticket.email],
+        )
+    return Outcome(True)

@@ -1,0 +1,7 @@
+from django.urls import path
+
+from . import views
+
+app_name = "desk"
+
+urlpatterns = [path("", views.desk, name="desk")]
