@@ -144,6 +144,20 @@
       down: "Not helpful",
       rateChat: "How did we do?",
       score: (n) => `${n} of 5`,
+      // Human handoff (docs/desk.md).
+      queued: (pos, min) =>
+        `A person from our support team will answer here. You're number ${pos} in the queue (about ${min} min).`,
+      joined: (name) => `${name} from our support team has joined the chat.`,
+      left: (name) => `${name} has left the chat; the assistant answers again.`,
+      typing: (name) => `${name} is typing\u2026`,
+      agentLabel: (name) => `${name} \u00b7 support team`,
+      ticketIntro: "Leave your email and question; we'll answer by email.",
+      ticketEmail: "Your email",
+      ticketQuestion: "Your question",
+      ticketSend: "Send",
+      ticketDone: "Thanks! We've got your question and will answer by email.",
+      ticketBad: "Please enter a valid email address and your question.",
+      rateChatPerson: (name) => `How did ${name} do?`,
     },
     zh: {
       title: "\u5728\u7ebf\u5ba2\u670d",
@@ -178,6 +192,18 @@
       up: "\u6709\u5e2e\u52a9",
       down: "\u6ca1\u6709\u5e2e\u52a9",
       rateChat: "\u60a8\u5bf9\u672c\u6b21\u670d\u52a1\u6ee1\u610f\u5417\uff1f",
+      queued: (pos, min) => `人工客服会在这里回复您。您排在第${pos}位（约${min}分钟）。`,
+      joined: (name) => `客服${name}已加入对话。`,
+      left: (name) => `客服${name}已离开对话，智能助手继续为您服务。`,
+      typing: (name) => `${name}正在输入\u2026`,
+      agentLabel: (name) => `${name} \u00b7 人工客服`,
+      ticketIntro: "请留下邮箱和问题，我们会通过邮件回复您。",
+      ticketEmail: "您的邮箱",
+      ticketQuestion: "您的问题",
+      ticketSend: "提交",
+      ticketDone: "谢谢！我们已收到您的问题，会通过邮件回复。",
+      ticketBad: "请输入有效的邮箱地址和问题。",
+      rateChatPerson: (name) => `请为${name}的服务评分`,
       score: (n) => `${n} \u5206`,
     },
   };
@@ -415,7 +441,13 @@
       }
       this._csat.hidden = true;
 
-      this._panel.append(header, this._status, this._log, this._csat, form);
+      // Human handoff: the queue, the person who answers, their typing (docs/desk.md).
+      this._handoffBar = el("div", { class: "handoff", role: "status", part: "handoff" });
+      this._handoffBar.hidden = true;
+      this._typing = el("p", { class: "typing", "aria-live": "polite" });
+      this._typing.hidden = true;
+
+      this._panel.append(header, this._status, this._handoffBar, this._log, this._typing, this._csat, form);
       root.append(this._panel, this._launcher);
       this._label();
       this._renderLog([]);
@@ -439,7 +471,10 @@
           this._submit();
         }
       });
-      this._input.addEventListener("input", () => this._autosize());
+      this._input.addEventListener("input", () => {
+        this._autosize();
+        this._typingSend();
+      });
       // Key rhythm for the bot check: when keys go down and up, never which keys.
       this._input.addEventListener("keydown", (e) => botcheck.record(EV_KEYDOWN, e.timeStamp), { passive: true });
       this._input.addEventListener("keyup", (e) => botcheck.record(EV_KEYUP, e.timeStamp), { passive: true });
@@ -567,7 +602,7 @@
         );
         return;
       }
-      const bubble = this._log.querySelector(`.msg.bot[data-message-id="${CSS.escape(String(messageId))}"]`);
+      const bubble = this._log.querySelector(`.msg[data-message-id="${CSS.escape(String(messageId))}"]:not(.user)`);
       if (!bubble) return;
       bubble.setAttribute("data-rating", value);
       bubble.querySelectorAll(".rate button").forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.value === value)));
@@ -585,6 +620,10 @@
       for (const m of history) {
         if (m.role === "user") {
           this._log.append(this._userBubble(m.text, { "data-message-id": String(m.message_id), "data-status": "sent" }));
+          continue;
+        }
+        if (m.role === "agent") {
+          this._log.append(this._agentBubble(m));
           continue;
         }
         const b = this._botBubble({ "data-message-id": String(m.message_id), "data-status": m.status || "complete" });
@@ -752,6 +791,14 @@
         case "rated":
           this._showRating(f.message_id ?? null, f.value);
           return;
+        case "handoff":
+          return this._onHandoff(f);
+        case "message":
+          if (f.role === "agent") this._onAgentMessage(f);
+          return;
+        case "typing":
+          if (f.who === "agent") this._onAgentTyping(f);
+          return;
         default:
           return; // newer server, older widget: ignore what we don't know
       }
@@ -775,6 +822,7 @@
       this._bot = null;
       this._log.removeAttribute("aria-busy");
       this._renderLog(Array.isArray(f.history) ? f.history : [], f.rating);
+      this._onHandoff(f.handoff || { status: "none" }, { quiet: true });
       this._setState("open");
       const token = this.getAttribute("token");
       if (token) this._send({ type: "identify", token });
@@ -958,7 +1006,8 @@
           this._badge(b, op);
           this._sources(b, op.citations);
           if ((op.status || "complete") === "complete") this._thumbs(b, null);
-          if (Array.isArray(op.actions) && op.actions.includes("confirm")) this._confirmButtons();
+          if (Array.isArray(op.actions) && (op.actions.includes("confirm") || op.actions.includes("offer:human")))
+            this._confirmButtons();
           if (!this.isOpen) this._launcher.classList.add("unread");
           this._scrollToEnd();
           this.dispatchEvent(new CustomEvent("tierdesk:reply", { detail: op }));
@@ -992,6 +1041,110 @@
         }
         default:
       }
+    }
+
+    // --- human handoff ------------------------------------------------------------------
+
+    _agentBubble(m) {
+      const b = this._botBubble({
+        "data-message-id": String(m.message_id),
+        "data-status": "complete",
+        "data-role": "agent",
+        class: "msg bot agent",
+      });
+      b.querySelector(".text").textContent = m.text || "";
+      b.prepend(el("span", { class: "agent-name" }, this._t.agentLabel(m.agent || "")));
+      this._thumbs(b, m.rating);
+      return b;
+    }
+
+    _onAgentMessage(f) {
+      const mid = String(f.message_id ?? "");
+      if (mid && this._log.querySelector(`[data-message-id="${CSS.escape(mid)}"]`)) return;
+      this._typing.hidden = true;
+      this._append(this._agentBubble(f));
+      if (!this.isOpen) this._launcher.classList.add("unread");
+      this._scrollToEnd();
+      this.dispatchEvent(new CustomEvent("tierdesk:agent", { detail: f }));
+    }
+
+    _onAgentTyping(f) {
+      this._typing.textContent = this._t.typing(f.agent || "");
+      this._typing.hidden = false;
+      clearTimeout(this._typingTimer);
+      this._typingTimer = setTimeout(() => (this._typing.hidden = true), 4000);
+    }
+
+    _typingSend() {
+      // Only while a person is (or will be) on the other side; at most every 2 s.
+      if (!["queued", "claimed"].includes(this._handoff)) return;
+      const now = Date.now();
+      if (now - (this._typingAt || 0) < 2000) return;
+      this._typingAt = now;
+      this._send({ type: "typing" });
+    }
+
+    _onHandoff(f, { quiet = false } = {}) {
+      const t = this._t;
+      const was = this._handoff;
+      this._handoff = f.status;
+      this.setAttribute("data-handoff", f.status);
+      const bar = this._handoffBar;
+      bar.setAttribute("data-status", f.status);
+      if (f.status === "queued") {
+        bar.textContent = t.queued(f.position, Math.max(1, Math.round((f.wait_s || 0) / 60)));
+        bar.hidden = false;
+      } else if (f.status === "claimed") {
+        this._agent = f.agent || "";
+        bar.textContent = t.joined(this._agent);
+        bar.hidden = false;
+        if (!quiet && was !== "claimed") this._system(t.joined(this._agent), "handoff");
+      } else if (f.status === "resolved") {
+        bar.hidden = true;
+        this._typing.hidden = true;
+        this._system(t.left(f.agent || this._agent || ""), "handoff");
+        this._csatLabel.textContent = t.rateChatPerson(f.agent || this._agent || "");
+        this._csat.hidden = false;
+        this._handoff = "none";
+      } else if (f.status === "unavailable") {
+        bar.hidden = true;
+        this._ticketForm();
+      } else {
+        bar.hidden = true;
+      }
+      this.dispatchEvent(new CustomEvent("tierdesk:handoff", { detail: f }));
+    }
+
+    _ticketForm() {
+      const t = this._t;
+      if (this._log.querySelector("form.ticket")) return;
+      const form = el("form", { class: "ticket" });
+      const email = el("input", { type: "email", required: "", autocomplete: "email", "aria-label": t.ticketEmail, placeholder: t.ticketEmail, name: "email" });
+      const question = el("textarea", { rows: "3", required: "", "aria-label": t.ticketQuestion, placeholder: t.ticketQuestion, name: "question" });
+      // The question the shopper typed before asking for a person, as a start.
+      const asked = [...this._log.querySelectorAll(".msg.user")].map((n) => n.textContent).slice(-3, -1);
+      question.value = asked.join("\n");
+      const send = el("button", { type: "submit" }, t.ticketSend);
+      form.append(el("p", {}, t.ticketIntro), email, question, send);
+      form.addEventListener("submit", async (e) => {
+        e.preventDefault();
+        const base = new URL(this._endpoint().replace(/^ws/, "http"));
+        send.disabled = true;
+        try {
+          const r = await fetch(`${base.origin}/tickets/`, {
+            method: "POST",
+            headers: { "Content-Type": "application/json" },
+            body: JSON.stringify({ session: store.get(this._key("session")), email: email.value, question: question.value }),
+          });
+          if (!r.ok) throw new Error(String(r.status));
+          form.replaceWith(el("p", { class: "system ticket-done" }, t.ticketDone));
+        } catch (err) {
+          send.disabled = false;
+          this._system(t.ticketBad, "error");
+        }
+      });
+      this._append(form);
+      email.focus();
     }
 
     _clearActions() {
