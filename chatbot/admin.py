@@ -1,11 +1,16 @@
 from __future__ import annotations
 
-from django.contrib import admin
+import json
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
 
 from routing.admin_base import ReadOnlyAdmin
 
 from .budgets import session_budget
 from .models import BotCheck, Conversation, Feedback, Message
+from .privacy import shopper_erase, shopper_export
 
 
 class MessageInline(admin.TabularInline):
@@ -56,9 +61,10 @@ class ConversationAdmin(admin.ModelAdmin):
     )
     list_filter = ("identity", "vip", "language")
     search_fields = ("public_id", "customer_id", "messages__text")
+    # The session key lets whoever holds it read the conversation: it is never shown,
+    # listed or searchable here (tests/chatbot/test_privacy.py).
     readonly_fields = (
         "public_id",
-        "session_key",
         "customer_id",
         "identity",
         "vip",
@@ -70,8 +76,38 @@ class ConversationAdmin(admin.ModelAdmin):
         "updated_at",
         "token_budget",
     )
-    exclude = ()
+    exclude = ("session_key",)
     inlines = [MessageInline]
+    actions = ["shopper_data_export", "shopper_data_erase"]
+
+    @admin.action(description="Export these shoppers' data (JSON)")
+    def shopper_data_export(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
+        documents = [
+            shopper_export(customer_id=customer_id)
+            for customer_id in sorted({c.customer_id for c in queryset if c.customer_id})
+        ]
+        response = HttpResponse(
+            json.dumps(documents, indent=2, ensure_ascii=False),
+            content_type="application/json",
+        )
+        response["Content-Disposition"] = 'attachment; filename="shopper-data.json"'
+        return response
+
+    @admin.action(
+        description="Erase these shoppers' data (every conversation of theirs)",
+        permissions=["delete"],
+    )
+    def shopper_data_erase(self, request: HttpRequest, queryset: QuerySet) -> None:
+        customers = sorted({c.customer_id for c in queryset if c.customer_id})
+        for customer_id in customers:
+            shopper_erase(customer_id=customer_id)
+        # Anonymous conversations have no shopper to follow: they go themselves.
+        anonymous, _ = queryset.filter(customer_id="").delete()
+        self.message_user(
+            request,
+            f"Erased the data of {len(customers)} shopper(s) and {anonymous} anonymous row(s).",
+            messages.SUCCESS,
+        )
 
     @admin.display(description="token budget (docs/resilience.md)")
     def token_budget(self, obj: Conversation) -> str:

@@ -11,3 +11,12 @@ def botcheck_purge() -> int:
     from chatbot.botcheck.store import botcheck_purge as purge
 
     return purge()
+
+
+@shared_task(name="chatbot.privacy_purge", acks_late=True, ignore_result=True)
+def privacy_purge() -> dict[str, int]:
+    """Celery beat, daily: apply the personal-data retention settings (by age only,
+    so running it twice deletes nothing more)."""
+    from chatbot.privacy import privacy_purge as purge
+
+    return purge()

@@ -231,10 +231,16 @@ LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"denied_one_line": {"()": "config.logfilters.PermissionDeniedOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("TIERDESK_LOG_LEVEL", "INFO")},
     # Daphne logs every connect/disconnect at INFO; under load that is the bottleneck.
-    "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
+    # A 403 is one line in the log, not a traceback (config/logfilters.py).
+    "loggers": {
+        "daphne": {"level": "WARNING"},
+        "django.channels.server": {"level": "WARNING"},
+        "django.request": {"filters": ["denied_one_line"]},
+    },
 }
 
 # --- chat protocol --------------------------------------------------------------------
@@ -623,14 +629,14 @@ TIERDESK_BOTCHECK_CHALLENGE_AT = env_float("TIERDESK_BOTCHECK_CHALLENGE_AT", 0.5
 # Stored feature vectors (never raw events) are deleted after this many days.
 TIERDESK_BOTCHECK_RETENTION_DAYS = env_int("TIERDESK_BOTCHECK_RETENTION_DAYS", 30)
 
-CELERY_BEAT_SCHEDULE: dict[str, Any] = {
-    "release-tick": {"task": "releases.release_tick", "schedule": TIERDESK_RELEASE_TICK_S},
-    "botcheck-purge": {"task": "chatbot.botcheck_purge", "schedule": 86400.0},
-    "knowledge-ingest-sweep": {"task": "knowledge.ingest_sweep", "schedule": TIERDESK_KB_SWEEP_S},
-}
+# --- personal data retention (chatbot/privacy.py, docs/security.md) ------------------------
+# Days each kind of personal data is kept; 0 keeps it for ever. Celery beat runs
+# chatbot.privacy_purge daily. A conversation silent for MESSAGES_DAYS goes whole;
+# client IPs and user agents are blanked after CLIENT_IP_DAYS; ratings after FEEDBACK_DAYS.
+TIERDESK_RETENTION_MESSAGES_DAYS = env_int("TIERDESK_RETENTION_MESSAGES_DAYS", 365)
+TIERDESK_RETENTION_CLIENT_IP_DAYS = env_int("TIERDESK_RETENTION_CLIENT_IP_DAYS", 30)
+TIERDESK_RETENTION_FEEDBACK_DAYS = env_int("TIERDESK_RETENTION_FEEDBACK_DAYS", 365)
 
-# Test runs: keep pytest from importing heavy models at settings time.
-TESTING = "pytest" in sys.modules or TIERDESK_ENV == "test"
 # --- human handoff and the agent desk (issue #15, docs/desk.md) ----------------------------
 # A claimed conversation whose agent's desk has been silent (no connection, no
 # heartbeat) this long goes back to the queue, at its old place.
@@ -658,4 +664,13 @@ EMAIL_HOST_USER = env_str("DJANGO_EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env_str("DJANGO_EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
 
+CELERY_BEAT_SCHEDULE: dict[str, Any] = {
+    "release-tick": {"task": "releases.release_tick", "schedule": TIERDESK_RELEASE_TICK_S},
+    "botcheck-purge": {"task": "chatbot.botcheck_purge", "schedule": 86400.0},
+    "privacy-purge": {"task": "chatbot.privacy_purge", "schedule": 86400.0},
+    "knowledge-ingest-sweep": {"task": "knowledge.ingest_sweep", "schedule": TIERDESK_KB_SWEEP_S},
     "handoff-requeue": {"task": "desk.requeue_abandoned", "schedule": 15.0},
+}
+
+# Test runs: keep pytest from importing heavy models at settings time.
+TESTING = "pytest" in sys.modules or TIERDESK_ENV == "test"

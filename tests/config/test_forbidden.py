@@ -1,0 +1,32 @@
+"""Issue #18 item 3: a signed-in user without the operators' permission gets a styled
+403 page for /operators/, and the server logs one line for it, not a traceback."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+pytestmark = pytest.mark.django_db
+
+
+def test_denied_operator_console_is_a_page_and_one_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    user = User.objects.create_user("support", "support@example.com", "pw", is_staff=True)
+    client = Client()
+    client.force_login(user)
+    handler = logging.getLogger().handlers[0]
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        response = client.get("/operators/")
+    assert response.status_code == 403
+    page = response.content.decode()
+    assert "You don't have access to this page" in page and "console.css" in page
+    assert "support" in page  # who is signed in, so they know why
+    denied = [r for r in caplog.records if r.name == "django.request"]
+    assert len(denied) == 1 and "Forbidden" in denied[0].getMessage()
+    # The configured handler prints it as one line: no traceback attached.
+    assert denied[0].exc_info is None
+    assert "\n" not in handler.format(denied[0])
