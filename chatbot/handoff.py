@@ -477,3 +477,36 @@ def agents_list() -> list[dict[str, Any]]:
 
 
 AGENTS_GROUP = "support agents"
+
+
+def handoff_series(
+    *, since: datetime, until: datetime, buckets: int = 24
+) -> dict[str, list[tuple[datetime, float | None]]]:
+    """Per time bucket: the human intervention rate, and the mean minutes to the first
+    human reply (operator console charts). None where a bucket has no data."""
+    step = (until - since) / buckets
+    starts = [since + step * i for i in range(buckets)]
+    rows = list(
+        Conversation.objects.filter(created_at__gte=since, created_at__lt=until).values_list(
+            "created_at", "handoff_queued_at", "handoff_first_reply_at"
+        )
+    )
+    totals = [0] * buckets
+    handed = [0] * buckets
+    waits: list[list[float]] = [[] for _ in range(buckets)]
+    for created, queued, first in rows:
+        i = min(buckets - 1, int((created - since) / step))
+        totals[i] += 1
+        if queued is not None:
+            handed[i] += 1
+            if first is not None:
+                waits[i].append((first - queued).total_seconds() / 60)
+    return {
+        "intervention rate": [
+            (start, handed[i] / totals[i] if totals[i] else None) for i, start in enumerate(starts)
+        ],
+        "first human reply (min)": [
+            (start, sum(waits[i]) / len(waits[i]) if waits[i] else None)
+            for i, start in enumerate(starts)
+        ],
+    }

@@ -8,6 +8,12 @@ class DeskConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from releases.prom import REGISTRY
+
         from .permissions import agents_group_ensure
+        from .prom import COLLECTOR
 
         post_migrate.connect(agents_group_ensure, sender=self)
+        # The handoff figures at /metrics, next to the release figures.
+        if COLLECTOR not in REGISTRY._collector_to_names:
+            REGISTRY.register(COLLECTOR)

@@ -13,6 +13,7 @@ does it. Both carry the reason that goes into the audit trail.
 from __future__ import annotations
 
 import hmac
+from datetime import timedelta
 from typing import Any
 
 from django import forms
@@ -25,6 +26,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from chatbot.handoff import handoff_figures, handoff_series
 from releases import clock
 from releases import services as releases
 from releases.assignment import buckets_moved
@@ -99,6 +101,47 @@ def _charts(board: Any) -> list[Any]:
     ]
 
 
+def _handoff(hours: int) -> dict[str, Any]:
+    """The human handoff over the console's range: figures and two charts (docs/desk.md)."""
+    until = clock.now()
+    since = until - timedelta(hours=hours)
+    f = handoff_figures(since=since)
+    series = handoff_series(since=since, until=until)
+    return {
+        "rows": [
+            ("Conversations", str(f.conversations)),
+            ("Handed to a person", str(f.handed_off)),
+            ("Human intervention rate", _pct(f.intervention_rate)),
+            ("Time to first human reply (mean)", _secs(f.first_reply_s)),
+            ("Handle time (mean, claim to resolve)", _secs(f.handle_s)),
+            (f"CSAT bot ({f.ratings_bot} ratings)", _pct(f.csat_bot)),
+            (f"CSAT human ({f.ratings_human} ratings)", _pct(f.csat_human)),
+            ("Waiting now / agents online", f"{f.queued_now} / {f.agents_online}"),
+        ],
+        "charts": [
+            line_chart(
+                {"intervention rate": series["intervention rate"]},
+                title="Human intervention rate",
+                fmt=fmt_pct,
+                chart_id="chart-handoff-rate",
+                y_max=1.0,
+            ),
+            line_chart(
+                {"first human reply (min)": series["first human reply (min)"]},
+                title="Time to first human reply (min)",
+                fmt=lambda v: f"{v:.1f}",
+                chart_id="chart-handoff-first-reply",
+            ),
+        ],
+    }
+
+
+def _secs(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.0f} s" if value < 120 else f"{value / 60:.1f} min"
+
+
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.1f}%"
 
@@ -148,6 +191,7 @@ def console(request: HttpRequest) -> HttpResponse:
             "baseline_cost": fmt_usd(board.total.baseline_cost),
         },
         "drafts": drafts,
+        "handoff": _handoff(hours),
         "hours": hours,
         "hours_choices": HOURS_CHOICES,
         "can_operate": request.user.has_perm("releases.operate_release"),

@@ -118,6 +118,12 @@ def test_permissions_shoppers_operators_agents(client: Client) -> None:
     console = client.get("/operators/")
     assert console.status_code == 200
     assert b"Human handoff" in console.content
+    assert b"Human intervention rate" in console.content
+    assert b"chart-handoff-first-reply" in console.content
+    prometheus = client.get("/metrics")
+    assert prometheus.status_code == 200
+    assert b"tierdesk_handoff_intervention_ratio" in prometheus.content
+    assert b"tierdesk_agents_online 0.0" in prometheus.content
     agent = user_make("alex", first_name="Alex")
     client.force_login(agent)
     page = client.get("/desk/")
