@@ -1,0 +1,49 @@
+"""A new shop's first day: the superuser, the staff groups, and the default intents,
+rules and reply templates in English and Chinese. No demo shoppers, orders or
+knowledge base (that is ``seed_demo``). Idempotent: it creates only what is missing
+and never overwrites what support admins edited.
+
+    manage.py setup_shop                  # asks for the superuser
+    manage.py setup_shop --noinput        # the superuser from DJANGO_SUPERUSER_USERNAME,
+                                          # DJANGO_SUPERUSER_EMAIL, DJANGO_SUPERUSER_PASSWORD
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+
+class Command(BaseCommand):
+    help = "Set up a new shop: superuser, groups, default EN/ZH intents and templates."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--noinput",
+            "--no-input",
+            action="store_false",
+            dest="interactive",
+            help="take the superuser from DJANGO_SUPERUSER_* (Django's createsuperuser)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from releases.permissions import groups_ensure
+        from routing.seed import intents_seed
+        from routing.seed_templates import templates_seed
+
+        if get_user_model().objects.filter(is_superuser=True).exists():
+            self.stdout.write("superuser: one exists already")
+        else:
+            # Django's own command: prompts, or reads DJANGO_SUPERUSER_* with --noinput.
+            call_command("createsuperuser", interactive=options["interactive"], stdout=self.stdout)
+        groups_ensure()
+        self.stdout.write("groups: operators, support admins")
+        self.stdout.write(f"intents and rules: {intents_seed()}")
+        self.stdout.write(f"reply templates: {templates_seed()}")
+        self.stdout.write(
+            "Next: set the order system (TIERDESK_ORDER_BACKEND=http, docs/order-api.md), "
+            "add your knowledge base in the admin, and put the staff in their groups."
+        )
