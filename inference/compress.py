@@ -128,6 +128,10 @@ def _pipeline(language: str) -> Any:
 def _en_pipeline() -> Any:
     import spacy
 
+    from .catalog import package_verify
+
+    # The pipeline's weights are package data: check them before spaCy imports it.
+    package_verify(EN_MODEL)
     # The lemmatizer is not needed (framing verbs are matched on lower-case text).
     return spacy.load(EN_MODEL, exclude=["lemmatizer"])
 
