@@ -1,5 +1,5 @@
 # The two commands: `make run` (the product, embedded default) and `make test` (the suite).
-.PHONY: setup run test lint services bench load pytest eval-router bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails
+.PHONY: setup run test lint services bench load pytest eval-router bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails bench-desk
 
 setup:
 	bash scripts/setup.sh
@@ -44,6 +44,11 @@ eval-router: setup
 # docs/releases.md, "Guardrails").
 bench-guardrails: setup
 	.venv/bin/python -m bench.guardrails
+
+# Agent desk latency: agent send -> shopper's frame, p95 at 20 simultaneous handed-off
+# conversations (Daphne, PostgreSQL, Redis; bench/results/desk.json; docs/desk.md).
+bench-desk: setup services
+	.venv/bin/python -m bench.desk --conversations 20
 
 # Router decision time + training time, and prompt compression (bench/results/*.json).
 bench-router: setup
