@@ -50,15 +50,19 @@ LABELS = {
 FEWSHOT = {
     "en": (
         "Shop answers, written only from the passage.\n\n"
-        "Passage: Gift cards: Gift cards never expire and can be used online or in any store.\n"
-        "Question: do gift cards run out after a year?\n"
-        "Answer: No, gift cards never expire, and you can use them online or in any store.\n\n"
+        # The example is about nothing a shop's KB says (a made-up rule about
+        # umbrellas): an example about a real topic leaked its facts into answers
+        # ("gift cards never expire" against an article that says they do).
+        "Passage: Umbrella repairs: Umbrellas are repaired free of charge within 12 months "
+        "of purchase.\n"
+        "Question: will you fix my umbrella for free after two years?\n"
+        "Answer: Umbrellas are repaired free of charge within 12 months of purchase.\n\n"
     ),
     "zh": (
         "只根据段落写出的客服回答。\n\n"
-        "段落：礼品卡：礼品卡永不过期，可在网店或任何门店使用。\n"
-        "问题：礼品卡一年后会失效吗？\n"
-        "回答：不会，礼品卡永不过期，可以在网店或任何门店使用。\n\n"
+        "段落：雨伞维修：雨伞自购买起12个月内免费维修。\n"
+        "问题：雨伞买了两年还能免费修吗？\n"
+        "回答：雨伞自购买起12个月内免费维修。\n\n"
     ),
 }
 DONT_KNOW = {
@@ -91,9 +95,11 @@ class KnowledgeAnswer:
     actions: list[str] = field(default_factory=list)
     retrieval: dict[str, Any] = field(default_factory=dict)
     passages: list[Passage] = field(default_factory=list)
-    # For the grounding guard (knowledge.grounding.answer_guard), run when the answer
-    # is complete: the question, the cited passages' text and an extract to fall back on.
+    # For the entailment guard (chatbot.answerers.guards.EntailmentGuard): the
+    # question, the cited passages' text and an extract to fall back on.
     grounding: dict[str, Any] | None = None
+    # Served from an approved answer card (no generation): its id.
+    card_id: int | None = None
 
     @property
     def answered(self) -> bool:
@@ -200,6 +206,26 @@ def answer_plan(
     """Retrieve and build the L2 generation request in one step (blocking)."""
     lang = language if language in SYSTEM else "en"
     role = role or settings.TIERDESK_KB_ANSWER_ROLE
+    from .cards import card_match
+
+    match = card_match(question=question, language=lang)
+    if match is not None:
+        # An approved answer: the admin-reviewed text, no model on the hot path.
+        return KnowledgeAnswer(
+            language=lang,
+            text=match.row.answer,
+            citations=[match.citation()],
+            retrieval={
+                "answered": True,
+                "card": {
+                    "id": match.row.card_id,
+                    "score": round(match.score, 3),
+                    "how": match.how,
+                    "question": match.row.question,
+                },
+            },
+            card_id=match.row.card_id,
+        )
     result = retrieval or passages_retrieve(question=question, language=lang, method=method)
     from .index import get_snapshot
 

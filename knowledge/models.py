@@ -130,3 +130,65 @@ class Chunk(models.Model):
 
     def vector(self) -> np.ndarray:
         return np.frombuffer(bytes(self.embedding), dtype="<f4")
+
+
+class AnswerCard(models.Model):
+    """An approved answer: a few question phrasings and a short answer, drafted from one
+    section of an article, checked against it, and reviewed by a support admin.
+
+    L2 serves an approved card directly when a shopper's question matches one of its
+    phrasings (``knowledge.cards``): no generation, so no invented claim. When the
+    article changes, the cards of the changed sections go back to review with the old
+    and new text kept for the diff; only ``approved`` cards reach shoppers (and drafts,
+    if the shop turns ``TIERDESK_KB_SERVE_DRAFTS`` on)."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "draft: awaiting review"
+        APPROVED = "approved", "approved"
+        REJECTED = "rejected", "rejected"
+        STALE = "stale", "article changed: review again"
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="cards")
+    language = models.CharField(max_length=8, default="en")
+    # The section the card answers from (Chunk.anchor without the "#n" suffix).
+    anchor = models.CharField(max_length=160)
+    heading = models.CharField(max_length=200, blank=True)
+    # The section's text when the card was drafted, and before the last change (diff).
+    section_text = models.TextField()
+    section_hash = models.CharField(max_length=64, db_index=True)
+    previous_section_text = models.TextField(blank=True)
+    previous_answer = models.TextField(blank=True)
+
+    questions = models.JSONField(default=list, help_text="One phrasing a line.")
+    answer = models.TextField()
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.DRAFT, db_index=True
+    )
+    # What wrote it ("model:<id>" or "extractive") and the entailment check's verdict
+    # on its answer against the section ({"entailed": bool, "claims": [...]}).
+    drafted_by = models.CharField(max_length=120, blank=True)
+    verdict = models.JSONField(default=dict, blank=True)
+    # float32 (n_questions x dim), L2-normalised: the phrasings' embeddings.
+    embedding = models.BinaryField(null=True, blank=True, editable=False)
+
+    reviewed_by = models.ForeignKey(
+        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["document_id", "anchor"]
+        indexes = [models.Index(fields=["status", "language"])]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "anchor"], name="card_unique_section")
+        ]
+
+    def __str__(self) -> str:
+        first = self.questions[0] if self.questions else self.heading
+        return f"{first} ({self.get_status_display()})"
+
+    @property
+    def entailed(self) -> bool:
+        return bool(self.verdict.get("entailed"))

@@ -93,6 +93,13 @@ def _send(document_id: int, force: bool) -> None:
         )
 
 
+def _send_cards(document_id: int) -> None:
+    try:
+        task_enqueue("knowledge.cards_sync", args=[document_id])
+    except Exception as exc:
+        logger.warning("broker unavailable, cards of document %s not drafted: %s", document_id, exc)
+
+
 def document_save(*, document: Document, force: bool = False) -> Document:
     """Save a created or edited document; (re-)ingest it when its content changed.
 
@@ -317,6 +324,9 @@ def document_ingest(*, document_id: int, force: bool = False) -> IngestOutcome:
             progress_total=total,
         )
         kb_version_bump()
+        # The cards are drafted by their own task: a model may write them, and the
+        # article is searchable (and answerable by extract) before they exist.
+        transaction.on_commit(lambda: _send_cards(document_id))
     seconds = time.perf_counter() - started
     logger.info("ingested document %s (%d chunks) in %.2fs", document_id, len(drafts), seconds)
     return IngestOutcome("ready", len(drafts), seconds)

@@ -46,3 +46,12 @@ def ingest_sweep_task() -> int:
     from knowledge import services
 
     return len(services.ingest_requeue_stale(older_than_s=settings.TIERDESK_KB_REQUEUE_AFTER_S))
+
+
+@shared_task(name="knowledge.cards_sync", acks_late=True)
+def cards_sync_task(document_id: int) -> dict[str, int]:
+    """After an ingestion: draft the answer cards of new or changed sections
+    (``knowledge.cards.cards_sync``; idempotent, unchanged sections are kept)."""
+    from knowledge.cards import cards_sync
+
+    return cards_sync(document_id=document_id)

@@ -298,6 +298,9 @@ async def model_answer(
                         break
                 if tripped is not None:
                     break  # stop generating; the guard's replacement goes out below
+                for guard in chain:
+                    # Text a guard held back and has now checked (a whole sentence).
+                    text = (text or "") + await guard.drain()
                 if text:
                     # The first chunk must carry visible text: a base model often starts
                     # with a space, which the widget would show as nothing.

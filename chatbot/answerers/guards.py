@@ -5,9 +5,9 @@
   template text goes out (``inference.guard.StreamGuard``, streaming).
 - ``LeakGuard`` (every chat model): the system prompt and its canary never reach the
   shopper; on a leak the reply becomes a refusal (``inference.leak``).
-- ``GroundingGuard`` (L2): every claim of the finished answer must be backed by the
-  cited passages; unsupported sentences are dropped, or the passage extract goes out
-  (``knowledge.grounding.answer_guard``).
+- ``EntailmentGuard`` (L2, L3 policy): each sentence is shown only once the
+  entailment check (``knowledge.entail``) finds it backed by the cited passages;
+  others are dropped, and with none left the passage extract goes out.
 
 Why here, as adapters, and not in one lower package: the leak check must run inside
 ``inference.resilience.model_stream`` (before the response cache stores a reply, and
@@ -62,6 +62,10 @@ class Guard(Protocol):
     def model_failed(self, error: InferenceError) -> bool:
         """The model failed mid-reply: True if the partial reply must not stand."""
 
+    async def drain(self) -> str:
+        """Text held back by ``feed`` that is now checked and may be shown ("" : none).
+        Async, so a guard can check off the event loop."""
+
 
 class LeakGuard:
     """The turn's side of ``inference.leak.LeakGuard``: ``model_stream`` watches the
@@ -82,6 +86,9 @@ class LeakGuard:
             meta={"leak_blocked": marks[LEAK]},
         )
         return None
+
+    async def drain(self) -> str:
+        return ""
 
     async def finish(self, text: str) -> str | None:
         return ""  # model_stream already released the held-back tail
@@ -104,6 +111,9 @@ class FactGuard:
             ok=False, label="template", reason=reason, replacement=self.template_text
         )
 
+    async def drain(self) -> str:
+        return ""
+
     def feed(self, text: str, marks: Mapping[str, Any]) -> str | None:
         released = self.stream.feed(text)
         if released is None:
@@ -124,42 +134,89 @@ class FactGuard:
         return True
 
 
-class GroundingGuard:
-    """L2: the finished answer against its cited passages.
+class EntailmentGuard:
+    """L2 (and L3's policy claims): each sentence is released only after the
+    entailment check (``knowledge.entail``) finds it backed by the cited passages.
 
-    It checks when the answer is complete because a claim is a sentence: the widget
-    shows the streamed text, and a replace frame swaps in the checked version if it
-    differs."""
+    The model's text is held until a sentence ends; the sentence is checked off the
+    event loop (``drain``) and shown if entailed, dropped if not. So a shopper never
+    sees a claim that is later withdrawn. Nothing entailed at all: the best passage's
+    own sentences (``extract``) go out; the model said it doesn't know: ``dont_know``."""
 
-    def __init__(self, *, question: str, passages: list[str], extract: str) -> None:
+    def __init__(self, *, question: str, passages: list[str], extract: str, dont_know: str) -> None:
         self.question = question
         self.passages = passages
         self.extract = extract
+        self.dont_know = dont_know
         self.verdict = Verdict()
+        self._buffer = ""
+        self._released = 0
+        self._dropped: list[dict[str, str]] = []
+        self._refused = False
 
     def feed(self, text: str, marks: Mapping[str, Any]) -> str | None:
+        self._buffer += text
+        return ""
+
+    async def _release(self, final: bool) -> str:
+        from knowledge import entail
+
+        # The last piece may be an unfinished sentence: keep it unless the stream ended.
+        if not final:
+            ended = [m.end() for m in entail.SENTENCE.finditer(self._buffer) if m.end() > 0]
+            if not ended:
+                return ""
+            cut = ended[-1]
+            ready, self._buffer = self._buffer[:cut], self._buffer[cut:]
+        else:
+            ready, self._buffer = self._buffer, ""
+        out: list[str] = []
+        for sentence in entail.sentences(ready):
+            if entail.is_refusal(sentence):
+                self._refused = True
+                continue
+            # jieba and the stemmer are CPU work: off the event loop.
+            claim = await asyncio.to_thread(
+                entail.claim_check, sentence, self.passages, question=self.question
+            )
+            if claim.label == "entailed":
+                out.append(sentence)
+            else:
+                self._dropped.append(
+                    {"text": sentence, "label": claim.label, "reason": claim.reason}
+                )
+        if not out:
+            return ""
+        cjk = any("\u4e00" <= ch <= "\u9fff" for ch in "".join(out))
+        text = ("" if cjk else " ").join(out)
+        if self._released and not cjk:
+            text = " " + text
+        self._released += len(out)
         return text
 
-    async def finish(self, text: str) -> str | None:
-        from knowledge.grounding import answer_guard
+    async def drain(self) -> str:
+        return await self._release(final=False)
 
-        if not text:
-            return ""
-        # jieba and the stemmer are CPU work: off the event loop.
-        checked = await asyncio.to_thread(
-            answer_guard, text, self.passages, question=self.question, extract=self.extract
-        )
-        if checked.verdict == "passed":
-            self.verdict = Verdict(ok=True, label="passed")
-            return ""
-        logger.info("grounding guard: %s; unsupported: %s", checked.verdict, checked.unsupported)
-        self.verdict = Verdict(
-            ok=False,
-            label=checked.verdict,
-            reason="unsupported claims",
-            replacement=checked.text,
-            meta={"unsupported_claims": checked.unsupported[:5]},
-        )
+    async def finish(self, text: str) -> str | None:
+        tail = await self._release(final=True)
+        meta = {"unsupported_claims": self._dropped[:5]} if self._dropped else {}
+        if self._released:
+            label = "trimmed" if self._dropped else "passed"
+            self.verdict = Verdict(ok=True, label=label, meta=meta)
+            return tail
+        if self._refused and not self._dropped:
+            self.verdict = Verdict(
+                ok=False, label="abstained", reason="model didn't know", replacement=self.dont_know
+            )
+        else:
+            logger.info("entailment guard: nothing entailed; sending the extract: %s", meta)
+            self.verdict = Verdict(
+                ok=False,
+                label="extract",
+                reason="no entailed sentence",
+                replacement=self.extract,
+                meta=meta,
+            )
         return None
 
     def model_failed(self, error: InferenceError) -> bool:

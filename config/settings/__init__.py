@@ -490,6 +490,18 @@ TIERDESK_KB_ANSWER_MAX_TOKENS = env_int("TIERDESK_KB_ANSWER_MAX_TOKENS", 120)
 # answer with none backed becomes an extract of the best passage (docs/knowledge.md).
 TIERDESK_KB_GROUNDING_GUARD = env_bool("TIERDESK_KB_GROUNDING_GUARD", True)
 TIERDESK_KB_EXTRACT_CHARS = env_int("TIERDESK_KB_EXTRACT_CHARS", 320)
+# Answer cards (knowledge.cards, docs/knowledge.md "Answer cards"): the model role that
+# drafts phrasings and short answers at ingestion ("" : the heading and the section's
+# own sentences); whether unreviewed drafts may reach shoppers (off: only approved
+# cards); how close a question must be to a card's phrasing to be served the card
+# (cosine for TIERDESK_KB_DENSE_LANGUAGES, shared-word Jaccard for every language).
+TIERDESK_KB_CARD_ROLE = env_str(
+    "TIERDESK_KB_CARD_ROLE", "" if TIERDESK_ENV == "test" else "fallback"
+)
+TIERDESK_KB_SERVE_DRAFTS = env_bool("TIERDESK_KB_SERVE_DRAFTS", False)
+TIERDESK_KB_CARD_MIN_SIMILARITY = env_float("TIERDESK_KB_CARD_MIN_SIMILARITY", 0.78)
+TIERDESK_KB_CARD_MIN_OVERLAP = env_float("TIERDESK_KB_CARD_MIN_OVERLAP", 0.6)
+TIERDESK_KB_CARD_ANSWER_CHARS = env_int("TIERDESK_KB_CARD_ANSWER_CHARS", 320)
 # Chunking (LlamaIndex SentenceSplitter, in tokens) and the summary length (words).
 TIERDESK_KB_CHUNK_TOKENS = env_int("TIERDESK_KB_CHUNK_TOKENS", 160)
 TIERDESK_KB_CHUNK_OVERLAP = env_int("TIERDESK_KB_CHUNK_OVERLAP", 20)
@@ -545,7 +557,10 @@ TIERDESK_NORMAL_WEIGHT = env_float("TIERDESK_NORMAL_WEIGHT", 1.0)
 # (tests/inference and tests/chatbot/test_l3_turns.py switch it on where they test it).
 TIERDESK_RESPONSE_CACHE = env_bool("TIERDESK_RESPONSE_CACHE", TIERDESK_ENV != "test")
 TIERDESK_RESPONSE_CACHE_TTL_S = env_int("TIERDESK_RESPONSE_CACHE_TTL_S", 86400)
-TIERDESK_RESPONSE_CACHE_TIERS = env_list("TIERDESK_RESPONSE_CACHE_TIERS", ["L1", "L2"])
+# Raw model output is cached for these tiers only. L2 is not among them: it caches the
+# answer its entailment guard let through, keyed by the knowledge-base version
+# (chatbot.answerers.l2), so the cache never repeats an unchecked or stale answer.
+TIERDESK_RESPONSE_CACHE_TIERS = env_list("TIERDESK_RESPONSE_CACHE_TIERS", ["L1"])
 # Heat-decay context management (SPEC): x decay per unused turn, dropped below the floor.
 TIERDESK_CONTEXT_DECAY = env_float("TIERDESK_CONTEXT_DECAY", 0.95)
 TIERDESK_CONTEXT_DROP_BELOW = env_float("TIERDESK_CONTEXT_DROP_BELOW", 0.3)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from knowledge import index
+from knowledge.cards import cards_reset
 
 # Three English FAQ articles, the returns policy, two Chinese articles.
 KB_KEYS = [
@@ -33,8 +34,10 @@ def _fresh_index(settings: Any) -> Iterator[None]:
     settings.TIERDESK_KB_REFRESH_S = 0.0
     settings.TIERDESK_KB_SUMMARY_ROLE = ""
     index.reset()
+    cards_reset()
     yield
     index.reset()
+    cards_reset()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,438 @@
+"""Answer cards: drafted at ingestion, reviewed by support admins, served by L2.
+
+``cards_sync(document_id)`` (Celery, after every ingestion) gives each section of the
+article one card: question phrasings and a short answer.
+
+- The phrasings come from the section's heading and, with ``TIERDESK_KB_CARD_ROLE``
+  set, from a model asked how shoppers would ask; a phrasing must be about the
+  section (most of its words are the section's), or it is dropped.
+- The answer is the model's short answer if every sentence of it is entailed by the
+  section (``knowledge.entail``), else the section's own opening sentences: a card
+  says nothing the article doesn't.
+- A section whose text changed sends its card back to review (``stale``), keeping the
+  old text and answer for the diff in admin; a removed section's card is deleted.
+
+``card_match`` finds the served card for a question: the best phrasing by cosine
+(languages whose embeddings are trusted) or by shared words (all languages), above
+the thresholds in settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from inference.versioned import VersionedCache
+
+from . import entail, ingest
+from . import text as ktext
+from .index import KB_VERSION
+from .models import AnswerCard, Document
+
+logger = logging.getLogger(__name__)
+
+_QUESTION_PROMPT = {
+    "en": (
+        "Here is a section of a shop's help article.\n\n{heading}\n{text}\n\n"
+        "Write three different questions a shopper might type that this section answers, "
+        "one per line, each ending with a question mark. Then a line starting with "
+        '"Answer:" that answers them in one or two short sentences using only the section.'
+    ),
+    "zh": (
+        "下面是网店帮助文章的一段。\n\n{heading}\n{text}\n\n"
+        "写出顾客可能会问、而这段文字能回答的三个不同问题，每行一个，以问号结尾。"
+        "然后写一行以“回答：”开头、只根据这段文字用一两句话作答。"
+    ),
+}
+_ANSWER_LINE = re.compile(r"^\s*(?:answer|回答)\s*[:：]\s*(.+)$", re.IGNORECASE)
+_LIST_PREFIX = re.compile(r"^\s*(?:\d+[.)、]|[-*•])\s*")
+MIN_QUESTION_OVERLAP = 0.5
+
+
+def section_hash(section: ingest.Section) -> str:
+    return hashlib.sha256(f"{section.heading}\n{section.text}".encode()).hexdigest()
+
+
+def heading_question(section: ingest.Section) -> str:
+    """The last part of the heading path ("Gift cards > Do they expire?")."""
+    return section.heading.split(" > ")[-1].strip() if section.heading else ""
+
+
+def extract_answer(section: ingest.Section, *, max_chars: int) -> str:
+    """The section's opening sentences up to ``max_chars``: entailed by construction."""
+    out: list[str] = []
+    size = 0
+    for sentence in entail.sentences(" ".join(section.text.split())):
+        sentence = re.sub(r"^#+\s*", "", sentence)
+        if out and size + len(sentence) > max_chars:
+            break
+        out.append(sentence)
+        size += len(sentence)
+    joiner = "" if ktext.has_cjk(" ".join(out)) else " "
+    return joiner.join(out)
+
+
+def question_about(question: str, section: ingest.Section) -> bool:
+    words = set(ktext.index_tokens(question))
+    if not words:
+        return False
+    present = set(ktext.index_tokens(f"{section.heading} {section.text}"))
+    return len(words & present) / len(words) >= MIN_QUESTION_OVERLAP
+
+
+@dataclass
+class Draft:
+    questions: list[str]
+    answer: str
+    drafted_by: str
+    verdict: dict[str, Any] = field(default_factory=dict)
+
+
+def _model_output(prompt: str, role: str) -> tuple[str, str]:
+    from inference.base import ChatMessage, GenerationRequest
+    from inference.registry import get_backend
+
+    backend = get_backend(role)
+    if getattr(backend, "chat", True):
+        request = GenerationRequest(
+            messages=(ChatMessage("user", prompt),), max_tokens=160, temperature=0.2, seed=5
+        )
+    else:
+        request = GenerationRequest(prompt=prompt, max_tokens=160, temperature=0.2, seed=5)
+    complete = getattr(backend, "complete", None)
+    if complete is not None:
+        raw, _usage = complete(request)
+    else:
+        raw = "".join(chunk.text for chunk in backend.stream(request))
+    return raw, backend.model_id
+
+
+def draft(section: ingest.Section, *, language: str, role: str) -> Draft:
+    """One card for one section (blocking: may call a model)."""
+    max_chars = settings.TIERDESK_KB_CARD_ANSWER_CHARS
+    extract = extract_answer(section, max_chars=max_chars)
+    questions = [q for q in [heading_question(section)] if q]
+    answer, by = extract, "extractive"
+    if role:
+        from inference.base import InferenceError
+
+        lang = language if language in _QUESTION_PROMPT else "en"
+        prompt = _QUESTION_PROMPT[lang].format(heading=section.heading, text=section.text)
+        try:
+            raw, model_id = _model_output(prompt, role)
+        except InferenceError as exc:
+            logger.warning("card drafting model failed: %s; extractive card", exc)
+            raw, model_id = "", ""
+        for line in raw.splitlines():
+            line = _LIST_PREFIX.sub("", line).strip()
+            found = _ANSWER_LINE.match(line)
+            if found:
+                candidate = found.group(1).strip()
+                if candidate and entail.text_check(candidate, [section.text]).entailed:
+                    answer, by = candidate, f"model:{model_id}"
+                continue
+            known = {q.lower() for q in questions}
+            if (
+                line.endswith(("?", "？"))
+                and question_about(line, section)
+                and line.lower() not in known
+            ):
+                questions.append(line)
+        if model_id and by == "extractive":
+            by = f"extractive (model:{model_id} wrote the phrasings)"
+    if not questions:
+        # A section without a heading: its first sentence stands for the question.
+        questions = [extract[:120]]
+    return Draft(
+        questions=questions[:4],
+        answer=answer,
+        drafted_by=by,
+        verdict=verdict_of(answer, section.text),
+    )
+
+
+def verdict_of(answer: str, section_text: str) -> dict[str, Any]:
+    """The entailment check's verdict on a card's answer, as stored on the card."""
+    check = entail.text_check(answer, [section_text])
+    return {
+        "entailed": check.entailed,
+        "claims": [{"text": c.text, "label": c.label, "reason": c.reason} for c in check.claims],
+    }
+
+
+def _embed(questions: list[str]) -> bytes:
+    from . import embedding
+
+    vectors = embedding.embed_texts(questions)
+    return np.ascontiguousarray(vectors, dtype="<f4").tobytes()
+
+
+def cards_sync(*, document_id: int) -> dict[str, int]:
+    """Bring a document's cards in line with its ingested sections (idempotent: an
+    unchanged section keeps its card and its review)."""
+    from .services import document_bytes, kb_version_bump
+
+    document = Document.objects.filter(pk=document_id, status=Document.Status.READY).first()
+    counts = {"created": 0, "stale": 0, "kept": 0, "deleted": 0}
+    if document is None:
+        return counts
+    sections = [
+        s
+        for s in ingest.document_sections(
+            data=document_bytes(document), source_format=document.source_format
+        )
+        if s.text.strip()
+    ]
+    role = settings.TIERDESK_KB_CARD_ROLE
+    existing = {c.anchor: c for c in AnswerCard.objects.filter(document_id=document_id)}
+    drafts: dict[str, tuple[ingest.Section, str, Draft]] = {}
+    for section in sections:
+        digest = section_hash(section)
+        card = existing.get(section.anchor)
+        if card is not None and card.section_hash == digest:
+            counts["kept"] += 1
+            continue
+        drafts[section.anchor] = (
+            section,
+            digest,
+            draft(section, language=document.language, role=role),
+        )
+    touched_served = False
+    with transaction.atomic():
+        live = {s.anchor for s in sections}
+        gone = [c.pk for a, c in existing.items() if a not in live]
+        touched_served |= AnswerCard.objects.filter(
+            pk__in=gone, status=AnswerCard.Status.APPROVED
+        ).exists()
+        counts["deleted"] = AnswerCard.objects.filter(pk__in=gone).delete()[0]
+        for anchor, (section, digest, d) in drafts.items():
+            card = existing.get(anchor)
+            vector = _embed(d.questions)
+            if card is None:
+                AnswerCard.objects.create(
+                    document=document,
+                    language=document.language,
+                    anchor=anchor,
+                    heading=section.heading,
+                    section_text=section.text,
+                    section_hash=digest,
+                    questions=d.questions,
+                    answer=d.answer,
+                    drafted_by=d.drafted_by,
+                    verdict=d.verdict,
+                    embedding=vector,
+                )
+                counts["created"] += 1
+                continue
+            was_reviewed = card.status in (AnswerCard.Status.APPROVED, AnswerCard.Status.STALE)
+            touched_served |= card.status == AnswerCard.Status.APPROVED
+            card.previous_section_text = card.section_text
+            card.previous_answer = card.answer
+            card.section_text = section.text
+            card.section_hash = digest
+            card.heading = section.heading
+            card.questions = d.questions
+            card.answer = d.answer
+            card.drafted_by = d.drafted_by
+            card.verdict = d.verdict
+            card.embedding = vector
+            card.status = AnswerCard.Status.STALE if was_reviewed else AnswerCard.Status.DRAFT
+            card.reviewed_by = None
+            card.reviewed_at = None
+            card.save()
+            counts["stale"] += 1
+        if touched_served or (drafts and settings.TIERDESK_KB_SERVE_DRAFTS):
+            kb_version_bump()  # a served card changed: caches and indexes move on
+    logger.info("cards of document %s: %s", document_id, counts)
+    return counts
+
+
+class CardError(ValueError):
+    pass
+
+
+def card_review(*, card_ids: list[int], status: str, user_id: int | None) -> int:
+    """Approve, reject or send back cards. Approving a card whose answer the check
+    does not back is refused: the answer must say only what the article says."""
+    if status not in AnswerCard.Status.values:
+        raise CardError(f"unknown status {status!r}")
+    with transaction.atomic():
+        cards = list(AnswerCard.objects.select_for_update().filter(pk__in=card_ids))
+        if status == AnswerCard.Status.APPROVED:
+            bad = [c for c in cards if not c.entailed]
+            if bad:
+                raise CardError(
+                    "not approved: the answer of "
+                    + ", ".join(f"“{c}”" for c in bad[:3])
+                    + " says something its section doesn't; edit it first"
+                )
+        now = timezone.now()
+        changed = AnswerCard.objects.filter(pk__in=[c.pk for c in cards]).update(
+            status=status,
+            reviewed_by_id=user_id if status != AnswerCard.Status.DRAFT else None,
+            reviewed_at=now if status != AnswerCard.Status.DRAFT else None,
+            updated_at=now,
+        )
+        from .services import kb_version_bump
+
+        kb_version_bump()
+    return changed
+
+
+def card_edit(*, card: AnswerCard, questions: list[str], answer: str) -> AnswerCard:
+    """An admin's edit: re-checked and re-embedded; an approved card stays approved
+    only if the new answer is still backed by its section."""
+    questions = [q.strip() for q in questions if q.strip()]
+    if not questions:
+        raise CardError("a card needs at least one question")
+    card.questions = questions
+    card.answer = answer.strip()
+    card.verdict = verdict_of(card.answer, card.section_text)
+    card.embedding = _embed(questions)
+    if card.status == AnswerCard.Status.APPROVED and not card.entailed:
+        card.status = AnswerCard.Status.DRAFT
+    card.save()
+    from .services import kb_version_bump
+
+    kb_version_bump()
+    return card
+
+
+# -- serving -----------------------------------------------------------------------------------
+@dataclass
+class CardRow:
+    card_id: int
+    document_id: int
+    title: str
+    anchor: str
+    heading: str
+    language: str
+    answer: str
+    question: str
+    tokens: frozenset[str]
+    snippet: str
+
+
+@dataclass
+class CardIndex:
+    version: int
+    rows: list[CardRow] = field(default_factory=list)
+    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 384), dtype=np.float32))
+
+
+def _build(previous: CardIndex | None, key: Hashable) -> CardIndex:
+    version = int(cast(tuple[int, str], key)[0])
+    statuses = [AnswerCard.Status.APPROVED]
+    if settings.TIERDESK_KB_SERVE_DRAFTS:
+        statuses.append(AnswerCard.Status.DRAFT)
+    rows: list[CardRow] = []
+    vectors: list[np.ndarray] = []
+    cards = AnswerCard.objects.filter(
+        status__in=statuses, document__status=Document.Status.READY
+    ).select_related("document")
+    for card in cards:
+        if not card.entailed:
+            continue
+        matrix = (
+            np.frombuffer(bytes(card.embedding), dtype="<f4").reshape(len(card.questions), -1)
+            if card.embedding
+            else None
+        )
+        for i, question in enumerate(card.questions):
+            rows.append(
+                CardRow(
+                    card_id=card.pk,
+                    document_id=card.document_id,
+                    title=card.document.title,
+                    anchor=card.anchor,
+                    heading=card.heading,
+                    language=card.language,
+                    answer=card.answer,
+                    question=question,
+                    tokens=frozenset(ktext.index_tokens(question)),
+                    snippet=" ".join(card.section_text.split())[:220],
+                )
+            )
+            vectors.append(matrix[i] if matrix is not None else np.zeros(384, dtype=np.float32))
+    matrix = np.vstack(vectors).astype(np.float32) if vectors else np.zeros((0, 384), np.float32)
+    return CardIndex(version=version, rows=rows, matrix=matrix)
+
+
+# Rebuilt when the knowledge-base version moves: every card review and every
+# ingestion bumps it (the one refresh scheme, inference/versioned.py).
+_cards: VersionedCache[CardIndex] = VersionedCache(
+    name="answer cards", source=KB_VERSION, build=_build
+)
+
+
+def card_index() -> CardIndex:
+    """The served cards; blocks (database): never call on the event loop."""
+    return _cards.get()
+
+
+def cards_reset() -> None:
+    _cards.reset()
+
+
+@dataclass
+class CardMatch:
+    row: CardRow
+    score: float
+    how: str  # "dense" | "words"
+
+    def citation(self) -> dict[str, Any]:
+        title = self.row.heading.split(" > ")[-1] if self.row.heading else self.row.title
+        # The same shape as a retrieved passage's citation (knowledge.retrieval).
+        return {
+            "document_id": self.row.document_id,
+            "title": self.row.title,
+            "heading": title,
+            "anchor": self.row.anchor,
+            "snippet": self.row.snippet,
+            "card_id": self.row.card_id,
+            "score": round(self.score, 4),
+        }
+
+
+def card_match(
+    *, question: str, language: str, query_vector: np.ndarray | None = None
+) -> CardMatch | None:
+    """The card to serve for ``question``, or None (blocking: may embed)."""
+    index = card_index()
+    rows = [i for i, r in enumerate(index.rows) if r.language == language]
+    if not rows:
+        return None
+    best: CardMatch | None = None
+    words = set(ktext.index_tokens(question))
+    if words:
+        for i in rows:
+            row = index.rows[i]
+            if not row.tokens:
+                continue
+            score = len(words & row.tokens) / len(words | row.tokens)
+            if score >= settings.TIERDESK_KB_CARD_MIN_OVERLAP and (
+                best is None or score > best.score
+            ):
+                best = CardMatch(row, score, "words")
+    if language in settings.TIERDESK_KB_DENSE_LANGUAGES:
+        if query_vector is None:
+            from . import embedding
+
+            query_vector = embedding.embed_query(question)
+        sims = index.matrix[rows] @ np.asarray(query_vector, dtype=np.float32)
+        top = int(np.argmax(sims))
+        score = float(sims[top])
+        if score >= settings.TIERDESK_KB_CARD_MIN_SIMILARITY and (
+            best is None or best.how == "words"
+        ):
+            best = CardMatch(index.rows[rows[top]], score, "dense")
+    return best

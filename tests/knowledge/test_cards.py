@@ -1,0 +1,140 @@
+"""Answer cards: drafted per section at ingestion, reviewed in admin, served by L2
+without a model; an article edit sends the card back to review."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from knowledge import cards, services
+from knowledge.answer import answer_plan
+from knowledge.models import AnswerCard, Document
+
+pytestmark = pytest.mark.django_db
+
+ARTICLE = """# Gift cards
+
+## Do gift cards expire?
+
+Gift cards expire 36 months after purchase. They can be used online and in every store.
+
+## Can I exchange a gift card for cash?
+
+Gift cards cannot be exchanged for cash, except where the law requires it.
+"""
+
+
+def ingest(text: str = ARTICLE) -> Document:
+    doc = services.document_create(
+        title="Gift cards", text=text, language="en", source_format="markdown"
+    )
+    assert services.document_ingest(document_id=doc.pk).result == "ready"
+    cards.cards_sync(document_id=doc.pk)
+    return doc
+
+
+def approve_all(doc: Document) -> None:
+    ids = list(AnswerCard.objects.filter(document=doc).values_list("pk", flat=True))
+    assert cards.card_review(card_ids=ids, status=AnswerCard.Status.APPROVED, user_id=None) == 2
+
+
+def test_each_section_gets_a_checked_draft_that_is_not_served_until_approved() -> None:
+    doc = ingest()
+    drafts = list(AnswerCard.objects.filter(document=doc).order_by("anchor"))
+    assert [c.status for c in drafts] == ["draft", "draft"]
+    expiry = next(c for c in drafts if "expire" in c.heading)
+    assert expiry.questions[0] == "Do gift cards expire?"
+    assert expiry.answer.startswith("Gift cards expire 36 months after purchase.")
+    assert expiry.entailed and expiry.drafted_by == "extractive"
+    # A draft never reaches a shopper: retrieval answers (by generation) instead.
+    plan = answer_plan(question="do gift cards expire?", language="en")
+    assert plan.card_id is None and plan.generation is not None
+
+    approve_all(doc)
+    plan = answer_plan(question="do gift cards expire?", language="en")
+    assert plan.card_id == expiry.pk and plan.generation is None
+    assert plan.text == expiry.answer
+    assert plan.citations[0]["anchor"] == expiry.anchor and plan.citations[0]["card_id"]
+
+
+def test_drafts_are_served_only_when_the_shop_turns_it_on(settings: Any) -> None:
+    ingest()
+    settings.TIERDESK_KB_SERVE_DRAFTS = True
+    cards.cards_reset()
+    plan = answer_plan(question="can I swap my gift card for cash?", language="en")
+    assert plan.card_id is not None
+    assert "cannot be exchanged for cash, except where the law requires it" in plan.text
+
+
+def test_a_question_far_from_every_card_is_not_served_a_card() -> None:
+    approve_all(ingest())
+    plan = answer_plan(question="do you ship to Antarctica by boat?", language="en")
+    assert plan.card_id is None
+
+
+def test_an_article_edit_sends_the_changed_section_back_to_review_with_a_diff() -> None:
+    doc = ingest()
+    approve_all(doc)
+    doc.refresh_from_db()
+    doc.text = ARTICLE.replace("36 months", "24 months")
+    services.document_save(document=doc)
+    assert services.document_ingest(document_id=doc.pk).result == "ready"
+    counts = cards.cards_sync(document_id=doc.pk)
+    assert counts == {"created": 0, "stale": 1, "kept": 1, "deleted": 0}
+    stale = AnswerCard.objects.get(document=doc, status=AnswerCard.Status.STALE)
+    assert "36 months" in stale.previous_section_text and "24 months" in stale.section_text
+    assert "36 months" in stale.previous_answer and "24 months" in stale.answer
+    # The stale card is not served; the old answer can't come back from anywhere.
+    plan = answer_plan(question="do gift cards expire?", language="en")
+    assert plan.card_id != stale.pk
+    assert "36" not in plan.text
+
+
+def test_an_answer_the_section_does_not_back_cannot_be_approved() -> None:
+    doc = ingest()
+    card = AnswerCard.objects.get(document=doc, anchor="do-gift-cards-expire")
+    cards.card_edit(card=card, questions=card.questions, answer="No, gift cards never expire.")
+    card.refresh_from_db()
+    assert not card.entailed
+    assert card.verdict["claims"][0]["label"] == "contradicted"
+    with pytest.raises(cards.CardError, match="says something its section doesn't"):
+        cards.card_review(card_ids=[card.pk], status=AnswerCard.Status.APPROVED, user_id=None)
+
+
+def test_support_admin_reviews_cards_in_admin(client: Client) -> None:
+    doc = ingest()
+    admin = User.objects.create_superuser("boss", "boss@example.com", "pw")
+    client.force_login(admin)
+    listing = client.get("/admin/knowledge/answercard/")
+    assert listing.status_code == 200
+    body = listing.content.decode()
+    assert "Do gift cards expire?" in body and "draft: awaiting review" in body
+    ids = [str(pk) for pk in AnswerCard.objects.filter(document=doc).values_list("pk", flat=True)]
+    response = client.post(
+        "/admin/knowledge/answercard/",
+        {"action": "approve", "_selected_action": ids},
+        follow=True,
+    )
+    assert "2 card(s) approved." in response.content.decode()
+    assert set(AnswerCard.objects.values_list("status", flat=True)) == {"approved"}
+    assert set(AnswerCard.objects.values_list("reviewed_by", flat=True)) == {admin.pk}
+
+    # Editing in the change form re-checks the answer; a false edit is not approved.
+    card = AnswerCard.objects.get(document=doc, anchor="do-gift-cards-expire")
+    response = client.post(
+        f"/admin/knowledge/answercard/{card.pk}/change/",
+        {
+            "questions_text": "Do gift cards expire?\nHow long is a gift card valid?",
+            "answer": "Gift cards never expire.",
+            "_approve": "1",
+        },
+        follow=True,
+    )
+    text = response.content.decode()
+    assert "says something its section doesn" in text
+    card.refresh_from_db()
+    assert card.status == AnswerCard.Status.DRAFT and not card.entailed
+    assert card.questions == ["Do gift cards expire?", "How long is a gift card valid?"]
