@@ -9,7 +9,8 @@
 // phone (390x844 layout), keyboard (keyboard-only use), killed (the server dies in the
 // middle of a reply: prints KILL-NOW once a chunk is on screen, for the test to kill -9
 // Daphne and start it again on the same port, then waits for the widget to come back),
-// outbox (a message typed while the server is down survives a reload and is sent once).
+// outbox (a message typed while the server is down survives a reload and is sent once),
+// identity (an email alone can't cancel; the emailed one-time code can).
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -24,6 +25,10 @@ const { values: opts } = parseArgs({
     question: { type: "string", default: "where is my order #W2611340?" },
     screenshot: { type: "string", default: "" },
     "timeout-ms": { type: "string", default: "120000" },
+    // identity scenario
+    email: { type: "string", default: "" },
+    order: { type: "string", default: "" },
+    "mail-log": { type: "string", default: "" },
   },
 });
 if (!opts.base) throw new Error("--base is required");
@@ -462,7 +467,58 @@ async function outbox() {
   return result;
 }
 
-const scenarios = { desktop, phone, keyboard, killed, outbox };
+// identity (issue #18): an anonymous shopper (?token=none) asks to cancel an order and
+// gives only an email. The "yes" must not cancel: the bot emails a one-time code. With
+// --mail-log (the server's log, where Django's console email backend prints the mail)
+// the scenario reads the code from it and types it; without, it stops there.
+async function identity() {
+  const result = { scenario: "identity", replies: [] };
+  const { context, close } = await launch({ width: 1280, height: 800 });
+  try {
+    const page = context.pages()[0] || (await context.newPage());
+    watchPage(page, result);
+    await page.goto(opts.base + "/?token=none", { waitUntil: "domcontentloaded" });
+    result.has_token = (await page.locator(HOST).getAttribute("token")) !== null;
+    await openWidget(page);
+    let bots = 0;
+    const say = async (text) => {
+      await ask(page, text);
+      const reply = await waitReply(page, bots);
+      bots += 1;
+      result.replies.push({ said: text, text: reply.text, errors: reply.errors });
+      return reply;
+    };
+    await say(`please cancel order ${opts.order}, I ordered it by mistake`);
+    let reply = await say(`my email is ${opts.email}`);
+    if (/why/i.test(reply.text)) reply = await say("I ordered it by mistake");
+    result.mail_log_before = opts["mail-log"] ? fs.readFileSync(opts["mail-log"], "utf8").length : 0;
+    result.code_asked = (await say("yes")).text;
+    if (opts["mail-log"]) {
+      // The code reaches the shopper by email only: read it where Django's console
+      // backend wrote the message, after the "yes".
+      let code = null;
+      const deadline = Date.now() + 30000;
+      while (!code && Date.now() < deadline) {
+        const mail = fs.readFileSync(opts["mail-log"], "utf8").slice(result.mail_log_before);
+        const found = [...mail.matchAll(/Your code is (\d{6})/g)];
+        code = found.length ? found[found.length - 1][1] : null;
+        if (!code) await page.waitForTimeout(200);
+      }
+      if (!code) throw new Error("no code in the mail log");
+      result.mail_to_shopper = fs
+        .readFileSync(opts["mail-log"], "utf8")
+        .slice(result.mail_log_before)
+        .includes(`To: ${opts.email}`);
+      result.after_code = (await say(code)).text;
+    }
+    result.ok = true;
+  } finally {
+    await close();
+  }
+  return result;
+}
+
+const scenarios = { desktop, phone, keyboard, killed, outbox, identity };
 const run = scenarios[opts.scenario];
 if (!run) throw new Error(`unknown scenario ${opts.scenario}`);
 try {
