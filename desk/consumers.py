@@ -4,9 +4,9 @@ Only signed-in users with ``desk.use_desk`` (the "support agents" group) connect
 everyone else is closed with 4403. Frames (JSON, docs/desk.md):
 
 - from the desk: ``open``, ``claim``, ``send``, ``typing``, ``transfer``, ``resolve``,
-  ``note``, ``presence``, ``ticket_answer``, ``ping``;
+  ``note``, ``presence``, ``kb_search``, ``ticket_answer``, ``ping``;
 - to the desk: ``inbox`` (whenever the queue changes), ``conversation``, ``message``,
-  ``typing``, ``note``, ``result`` (the outcome of an action), ``pong``.
+  ``typing``, ``note``, ``kb_results``, ``result`` (the outcome of an action), ``pong``.
 
 Every database call runs in a worker thread (``database_sync_to_async``). Messages
 are stored before they are relayed, so a reload on either side shows them.
@@ -206,6 +206,12 @@ class DeskConsumer(AsyncWebsocketConsumer):
                 "author": self.name,
             },
         )
+
+    async def _on_kb_search(self, frame: dict[str, Any]) -> None:
+        results = await database_sync_to_async(services.kb_search)(
+            query=_text(frame, "q"), language=str(frame.get("language") or "en")
+        )
+        await self._send(results)
 
     async def _on_ticket_answer(self, frame: dict[str, Any]) -> None:
         ticket_id = _int(frame, "ticket")

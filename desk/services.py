@@ -127,6 +127,7 @@ def conversation_detail(*, agent_id: int, conversation_id: int) -> dict[str, Any
     ]
     return {
         "type": "conversation",
+        "canned": canned_replies(language=conversation.language),
         "id": conversation.pk,
         "status": conversation.handoff,
         "mine": conversation.handoff_agent_id == agent_id,
@@ -236,6 +237,46 @@ def requeue_abandoned() -> list[int]:
 
 def human_messages(*, conversation_id: int) -> int:
     return Message.objects.filter(conversation_id=conversation_id, tier=HUMAN_TIER).count()
+
+
+# -- canned replies and the knowledge base --------------------------------------------------
+
+
+def canned_replies(*, language: str) -> list[dict[str, str]]:
+    """The shop's reply templates without placeholders, in the conversation's language:
+    texts an agent can insert as they are (and edit before sending)."""
+    from routing.models import ReplyTemplate
+
+    rows = ReplyTemplate.objects.filter(language=language or "en").select_related("intent")
+    return [
+        {"label": f"{t.intent.name} · {t.key}", "text": t.text}
+        for t in rows.order_by("intent__name", "key")
+        if "{" not in t.text
+    ]
+
+
+def kb_search(*, query: str, language: str) -> dict[str, Any]:
+    """Approved answer cards whose heading, answer or phrasings contain the query, and
+    the knowledge base's top passages for it: both insertable into a reply."""
+    from knowledge.models import AnswerCard
+    from knowledge.retrieval import passages_retrieve
+
+    query = query.strip()[:300]
+    cards = [
+        {"heading": c.heading, "answer": c.answer, "anchor": c.anchor}
+        for c in AnswerCard.objects.filter(status=AnswerCard.Status.APPROVED).filter(
+            Q(heading__icontains=query) | Q(answer__icontains=query) | Q(questions__icontains=query)
+        )[:5]
+    ]
+    passages: list[dict[str, str]] = []
+    try:
+        found = passages_retrieve(question=query, language=language or "en")
+        passages = [
+            {"title": p.title, "anchor": p.anchor, "text": p.text[:600]} for p in found.passages[:3]
+        ]
+    except Exception:  # the index not built yet: the cards still help
+        logger.warning("knowledge search failed for the desk", exc_info=True)
+    return {"type": "kb_results", "query": query, "cards": cards, "passages": passages}
 
 
 # -- tickets ---------------------------------------------------------------------------------

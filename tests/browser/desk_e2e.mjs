@@ -75,8 +75,12 @@ try {
   const shopper = await shopperB.context.newPage();
   for (const [who, page] of [["agent", agent], ["shopper", shopper]]) {
     page.on("pageerror", (e) => result.errors.push(`${who}: ${e.message}`));
+    // Console errors; a failed resource load is reported by its response instead (with its URL).
     page.on("console", (m) => {
-      if (m.type() === "error" && !/favicon/.test(m.text())) result.errors.push(`${who}: ${m.text()}`);
+      if (m.type() === "error" && !/Failed to load resource/.test(m.text())) result.errors.push(`${who}: ${m.text()}`);
+    });
+    page.on("response", (r) => {
+      if (r.status() >= 400 && !/favicon\.ico$/.test(r.url())) result.errors.push(`${who}: ${r.status()} ${r.url()}`);
     });
   }
 
@@ -131,6 +135,12 @@ try {
   await agent.fill("#note-text", "Replacement approved, order flagged.");
   await agent.press("#note-text", "Enter");
   await agent.waitForSelector("#notes .note");
+  // Canned replies (the shop's reply templates) and the knowledge-base search.
+  result.canned = await agent.locator("#canned option").count();
+  await agent.fill("#kb-q", "return policy");
+  await agent.press("#kb-q", "Enter");
+  await agent.waitForSelector("#kb-results li");
+  result.kb_first = await agent.locator("#kb-results li").first().innerText();
   if (opts["widget-screenshot"]) await shopper.screenshot({ path: opts["widget-screenshot"] });
   if (opts.screenshot) await agent.screenshot({ path: opts.screenshot });
   result.note_leaked = await shadow(shopper, `return root.textContent.includes("Replacement approved");`);

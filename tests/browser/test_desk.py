@@ -70,5 +70,7 @@ def test_shopper_and_agent_talk_through_the_desk(
     assert "Sam" in result["rate_label"]
     assert result["bot_after"] == "L1"
     assert "replacement" in result["history_agent"]
+    assert result["canned"] > 5
+    assert result["kb_first"]
     assert result["errors"] == []
     assert shot.stat().st_size > 10_000

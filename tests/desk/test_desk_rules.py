@@ -285,3 +285,36 @@ def test_figures_intervention_first_reply_handle_csat() -> None:
     assert figures.intervention_rate == 0.25
     assert figures.first_reply_s is not None and figures.first_reply_s >= 0
     assert figures.handle_s is not None and figures.handle_s >= 0
+
+
+def test_canned_replies_and_approved_answers_for_the_reply_box(seeded_shop: None) -> None:
+    from knowledge.models import AnswerCard, Document
+
+    canned = services.canned_replies(language="en")
+    texts = [c["text"] for c in canned]
+    assert "OK, I'll keep helping you myself. What else can I do?" in texts
+    assert all("{" not in t for t in texts)  # placeholders need order data: not offered
+    assert any("继续" in c["text"] for c in services.canned_replies(language="zh"))
+
+    document = Document.objects.create(title="Boots care", text="Waterproofing...")
+    common = {"document": document, "language": "en", "section_text": "s", "section_hash": "h"}
+    AnswerCard.objects.create(
+        **common,
+        anchor="waterproof",
+        heading="Are the boots waterproof?",
+        questions=["are the boots waterproof"],
+        answer="Yes, the Trail boots are waterproof to 10 cm.",
+        status=AnswerCard.Status.APPROVED,
+    )
+    AnswerCard.objects.create(
+        **common,
+        anchor="draft",
+        heading="Waterproof draft",
+        questions=["waterproof?"],
+        answer="Unreviewed.",
+        status=AnswerCard.Status.DRAFT,
+    )
+    results = services.kb_search(query="waterproof", language="en")
+    assert [c["answer"] for c in results["cards"]] == [
+        "Yes, the Trail boots are waterproof to 10 cm."
+    ]

@@ -72,6 +72,7 @@
         if (current && f.conversation === current.id) drawNote(f);
         break;
       case "result": onResult(f); break;
+      case "kb_results": drawKb(f); break;
       case "error": toast(f.message || f.code); break;
     }
   }
@@ -125,7 +126,9 @@
       o.value = a.id;
       return o;
     }));
-    $("transfer").disabled = others.length === 0;
+    // Nobody to transfer to: say so instead of an empty menu.
+    for (const id of ["transfer-label", "transfer-to", "transfer"]) $(id).hidden = others.length === 0;
+    $("no-agents").hidden = others.length > 0;
     if (current) {
       // The open conversation left the agent's view (claimed by someone else, requeued).
       const still = [...inbox.queue, ...inbox.mine].find((c) => c.id === current.id);
@@ -168,6 +171,14 @@
     $("notes").replaceChildren();
     for (const n of f.notes) drawNote(n);
     drawCustomer(f.customer);
+    const canned = $("canned");
+    canned.replaceChildren(el("option", "", "Canned replies…"));
+    canned.firstChild.value = "";
+    for (const c of f.canned || []) {
+      const o = el("option", "", c.label);
+      o.value = c.text;
+      canned.append(o);
+    }
     setMine(f.mine, f.status);
     drawInbox();
     if (f.mine) $("reply-text").focus();
@@ -288,6 +299,36 @@
       lastTypingSent = now;
       send({ type: "typing", conversation: current.id });
     }
+  };
+  // Inserted text goes into the reply box for the agent to edit; nothing is sent by itself.
+  function insert(text) {
+    const box = $("reply-text");
+    if (box.disabled) { toast("Claim the conversation to reply."); return; }
+    box.value = box.value ? `${box.value.trimEnd()}\n${text}` : text;
+    box.focus();
+  }
+  function drawKb(f) {
+    const list = $("kb-results");
+    list.replaceChildren();
+    const add = (title, text) => {
+      const li = el("li", "kb-item");
+      const b = el("button", "small", "Insert");
+      b.onclick = () => insert(text);
+      li.append(el("strong", "", title), el("p", "", text.length > 220 ? `${text.slice(0, 220)}…` : text), b);
+      list.append(li);
+    };
+    for (const c of f.cards) add(`Approved answer · ${c.heading || c.anchor}`, c.answer);
+    for (const p of f.passages) add(`${p.title} § ${p.anchor}`, p.text);
+    if (!f.cards.length && !f.passages.length) list.append(el("li", "empty", `Nothing found for “${f.query}”.`));
+  }
+  $("canned-form").onsubmit = (e) => {
+    e.preventDefault();
+    if ($("canned").value) insert($("canned").value);
+  };
+  $("kb-form").onsubmit = (e) => {
+    e.preventDefault();
+    const q = $("kb-q").value.trim();
+    if (q) send({ type: "kb_search", q, language: current ? current.language : "en" });
   };
   $("note-form").onsubmit = (e) => {
     e.preventDefault();
