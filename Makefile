@@ -1,5 +1,5 @@
 # The two commands: `make run` (the product, embedded default) and `make test` (the suite).
-.PHONY: setup run test lint services bench load pytest eval-router bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails bench-desk
+.PHONY: setup run test lint services bench load pytest eval-router bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails eval-answers bench-desk
 
 setup:
 	bash scripts/setup.sh
@@ -31,6 +31,13 @@ load: setup services
 # RAG evaluation: hit@1/3 and MRR per method and language, answer groundedness.
 eval-rag: setup
 	bash scripts/eval-rag.sh
+
+# Truthfulness: every question of knowledge/eval/answers over a real WebSocket, graded
+# correct / contradicted / abstained per language and tier, the entailment checker's
+# precision and recall, L2 first chunk for card and generated answers
+# (bench/results/answers.json; docs/knowledge.md, "Truthfulness").
+eval-answers: setup services
+	HF_HUB_OFFLINE=1 timeout --signal=TERM 3600 .venv/bin/python -m bench.answers
 
 # RAG benchmark: retrieval latency at 1k/10k/100k chunks, ingestion, L2 first chunk.
 bench-rag: setup services

@@ -53,7 +53,7 @@ _NEG_EN = re.compile(
 )
 _NEG_ZH = re.compile(r"不|没|無|无|禁止|切勿|勿|未|非|别|莫")
 # Chinese words that contain a negation character but say no "not".
-_ZH_NOT_NEG = re.compile(r"不同|不少|不错|不过|不仅|无论|非常|并非常|不管|未来|没关系")
+_ZH_NOT_NEG = re.compile(r"不同|不少|不错|不过(?!期)|不仅|无论|非常|并非常|不管|未来|没关系")
 _QUAL_EN = re.compile(
     r"\b(only|except|excepting|unless|excluding|exclusively|as long as|provided that|"
     r"but not|other than|apart from|solely|just)\b",
@@ -138,7 +138,7 @@ _NUM = re.compile(
     + "|".join(sorted(_WORD_NUMBERS, key=len, reverse=True))
     + r")(?:\s*(?:-|–|to|至|到)\s*(?P<hi>\d+(?:[.,]\d+)*))?"
     r"\s*(?P<unit>business days?|working days?|days?|weeks?|months?|years?|hours?|"
-    r"个工作日|工作日|天|日|周|星期|个月|月|年|小时|%|percent)?",
+    r"个工作日|工作日|天|日|周|星期|个月|月|年|小时|%|percent|张|件|次|袋|双|条|美元|元)?",
     re.IGNORECASE,
 )
 _DAYS = {"day": 1.0, "week": 7.0, "month": 30.44, "year": 365.25, "hour": 1 / 24}
@@ -177,6 +177,10 @@ def _clauses(passages: list[str]) -> list[str]:
     for passage in passages:
         for sentence in sentences(" ".join(passage.split())):
             sentence = re.sub(r"^#+\s*", "", sentence)
+            # A passage's own "No, ..." answers a question nobody asked here.
+            particle = _PARTICLE.match(sentence)
+            if particle:
+                sentence = sentence[particle.end() :]
             parts = [p.strip() for p in _CLAUSE.split(sentence) if p and p.strip()]
             out.extend(parts or [sentence])
     return out
@@ -216,7 +220,10 @@ def _unit(raw: str | None) -> str:
     ):
         if key in raw or any(z in raw for z in zh):
             return key
-    return "%" if raw in ("%", "percent") else ""
+    if raw in ("%", "percent"):
+        return "%"
+    # Chinese measure words and currency: "5张" (vouchers) is not "5美元" (dollars).
+    return raw if raw in ("张", "件", "次", "袋", "双", "条", "美元", "元") else ""
 
 
 @dataclass(frozen=True)
@@ -262,7 +269,48 @@ def _zh_arabic(token: str) -> str:
     return f"{int(value)}" if value == int(value) else str(value)
 
 
+# Idioms with a negation word that say something positive ("at no charge" = free).
+_IDIOMS = re.compile(
+    r"\b(?:at no (?:extra )?(?:charge|cost)|no (?:extra |additional )?(?:charge|cost|fee)|"
+    r"free of charge|no problem|no matter)\b",
+    re.IGNORECASE,
+)
+_UNIVERSAL = re.compile(
+    r"\b(all|every|everyone|everybody|anyone|anybody|always|any time|anytime|whatever|"
+    r"no matter)\b|所有|任何|一律|都可以|都能|总是|随时",
+    re.IGNORECASE,
+)
+# Names of things a shop's rules tell apart (tiers, options, sizes): a claim naming one
+# the aligned clause doesn't name is about something else.
+_NAMED = re.compile(r"\b[A-Z][A-Za-z]*\b|\b[XSML]{1,3}L?\b")
+
+
+def _names(text: str, clauses: list[str]) -> set[str]:
+    """Capitalised words of ``text`` (lower-cased). The first word counts only if the
+    passages use it as a name (capitalised mid-sentence) or never use it: "Silver
+    members ..." against a clause about Gold members."""
+    known = {m.group(0).lower() for c in clauses for m in _NAMED.finditer(c) if m.start() > 0}
+    # A first word the passages never use at all is no common word of theirs either.
+    passages = " ".join(clauses).lower()
+    first = _NAMED.match(text)
+    if first and first.group(0).lower() not in passages:
+        known.add(first.group(0).lower())
+    out: set[str] = set()
+    for m in _NAMED.finditer(text):
+        word = m.group(0).lower()
+        if word == "i":
+            continue
+        if m.start() > 0 or word in known:
+            out.add(word)
+    return out
+
+
+def _universals(text: str) -> set[str]:
+    return {m.group(0).lower() for m in _UNIVERSAL.finditer(_IDIOMS.sub(" ", text))}
+
+
 def _negations(text: str) -> int:
+    text = _IDIOMS.sub(" free ", text)
     count = len(_NEG_EN.findall(text))
     stripped = _ZH_NOT_NEG.sub("", text)
     count += len(_NEG_ZH.findall(stripped))
@@ -313,6 +361,16 @@ def _normalise(text: str) -> str:
     return re.sub(r"永不|从不|不|没有|没|无|禁止|切勿|勿|未", " ", _ZH_NOT_NEG.sub(" ", text))
 
 
+# Characters that carry no fact in a Chinese claim (particles, pronouns, "can").
+_ZH_FILLER = set(
+    "的了吗呢吧啊呀嘛么是在有和与及或就都也还又很把被给对从向为以之其这那哪我们你您他她它可以能会要就后前时候里上下中个一"
+)
+
+
+def _zh_chars(text: str) -> set[str]:
+    return {ch for ch in _normalise(text) if "\u4e00" <= ch <= "\u9fff" and ch not in _ZH_FILLER}
+
+
 def _tokens(text: str) -> set[str]:
     """Content stems; a prefix-negated word also yields its base ("unworn" -> "worn")
     so the clause about unworn items aligns with a claim about worn ones, and the
@@ -321,8 +379,20 @@ def _tokens(text: str) -> set[str]:
     return out | _un_words(text)
 
 
+# Units and number words: the number check compares them ("three years" = "36 months").
+_QUANTITY_WORDS = frozenset(w for w in _WORD_NUMBERS if " " not in w)
+
+
 def _terms(text: str) -> list[str]:
-    return [t for t in _tokens(text) if t not in _COURTESY and not t.isdigit()]
+    # A unit next to a number ("3 days") is judged by the number check, so "three
+    # years" can back "36 months"; a unit on its own ("$99 a year") stays a word.
+    units = {q.unit for q in quantities(text) if q.unit}
+    skip = {u for u in units if u in _DAYS} | {"busi", "work"} if units else set()
+    return [
+        t
+        for t in _tokens(text)
+        if t not in _COURTESY and not t.isdigit() and t not in _QUANTITY_WORDS and t not in skip
+    ]
 
 
 def _align(terms: list[str], clauses: list[str]) -> tuple[list[int], float]:
@@ -334,6 +404,16 @@ def _align(terms: list[str], clauses: list[str]) -> tuple[list[int], float]:
         return [], 0.0
     wanted = set(terms)
     sets = [_tokens(c) for c in clauses]
+    if any(ktext.has_cjk(t) for t in terms):
+        # Chinese paraphrase changes word boundaries ("退货" / "退"), so a Chinese
+        # claim is matched by its content characters (plus any Latin words and numbers).
+        wanted = {t for t in wanted if not ktext.has_cjk(t)} | {
+            ch for t in wanted if ktext.has_cjk(t) for ch in t if ch not in _ZH_FILLER
+        }
+        sets = [
+            {t for t in s_ if not ktext.has_cjk(t)} | _zh_chars(c)
+            for s_, c in zip(sets, clauses, strict=True)
+        ]
     best = max(
         range(len(clauses)),
         key=lambda i: (len(wanted & sets[i]), -len(sets[i] - wanted)),
@@ -360,11 +440,15 @@ def _numbers_check(claim: str, clauses: list[str], aligned: list[str]) -> tuple[
     theirs = [q for c in clauses for q in quantities(c)]
     near = [q for c in aligned for q in quantities(c)]
     for q in mine:
-        if any(q.same(t) for t in theirs):
+        if any(q.same(t) for t in near):
             continue
-        # A different number of the same kind in the aligned clause: a changed figure.
+        # A different number of the same kind in the aligned clause: a changed figure,
+        # even if the claim's number appears elsewhere in the passages ("2 vouchers a
+        # day" against "5 vouchers", where $5 is another rule's figure).
         if any(t.unit == q.unit or (t.days() and q.days()) for t in near):
             return "contradicted", f"number {q.value:g} {q.unit}".strip()
+        if any(q.same(t) for t in theirs):
+            continue
         return "neutral", f"number {q.value:g} {q.unit} not in the passages".strip()
     return "entailed", ""
 
@@ -382,10 +466,29 @@ def _body_check(body: str, clauses: list[str]) -> Claim:
         return Claim(body, number_label, number_reason or "no claim", evidence, 1.0)
     if support >= 0.5 and aligned and _polarity_flip(body, aligned[0]):
         return Claim(body, "contradicted", "negation differs from the passage", evidence, support)
+    # Another clause about the same thing with the opposite polarity: "Items must be
+    # unworn" against "items can be returned worn", aligned to the Gold exception.
+    wanted = set(terms)
+    for clause in clauses:
+        near = _tokens(clause)
+        if len(wanted & near) >= 0.6 * len(wanted) and _polarity_flip(body, clause):
+            return Claim(body, "contradicted", "negation differs from the passage", clause, support)
     if number_label != "entailed":
         return Claim(body, number_label, number_reason, evidence, support)
     if support < MIN_SUPPORT:
         return Claim(body, "neutral", f"support {support:.2f}", evidence, support)
+    clause_text = " ".join(aligned)
+    missing = _names(body, clauses) - set(re.findall(r"[a-z]+", clause_text.lower()))
+    if missing:
+        reason = f"names {sorted(missing)} the passage's clause doesn't"
+        return Claim(body, "neutral", reason, evidence, support)
+    dropped = _names(clause_text, [clause_text]) - set(re.findall(r"[a-z]+", body.lower()))
+    if dropped:
+        # "Items can be returned worn" from "Gold members ... can also return worn items".
+        reason = f"leaves out {sorted(dropped)}, whom the passage's rule is for"
+        return Claim(body, "neutral", reason, evidence, support)
+    if not _universals(body) <= _universals(clause_text):
+        return Claim(body, "neutral", "generalises beyond the passage", evidence, support)
     if any(_qualified(c) for c in aligned) and not _qualified(body):
         return Claim(body, "neutral", "drops the passage's exception or limit", evidence, support)
     if _qualified(body) and not any(_qualified(c) for c in aligned):

@@ -1,0 +1,378 @@
+"""Truthfulness evaluation (``make eval-answers``): are the bot's answers backed by the
+shop's own knowledge base, and does it abstain when they can't be?
+
+1. A fresh PostgreSQL database gets the demo shop, its intents and templates and the
+   demo knowledge base, ingested in this process with the real pipeline; then the
+   evaluation adds its own articles (knowledge/eval/answers/articles.json) through
+   ``knowledge.services``, as the admin does.
+2. Answer cards are drafted for every section (``knowledge.cards.cards_sync``, with
+   ``--card-role``). The evaluation stands in for the support admin: it approves every
+   draft the entailment check backs and leaves the rest as drafts. Nobody read them,
+   so the figure is what a shop gets if it approves what the checker passes.
+3. Daphne runs as a subprocess on that database; every question is sent by a new
+   shopper over a real WebSocket. The reply the shopper saw (chunks, replaces) and its
+   ``done`` frame (tier, guard, citations) are graded against the question's key:
+   correct (every required fact present), contradicted (a forbidden phrase present),
+   abstained (the bot said it doesn't know / offered a person), or other.
+4. The entailment checker alone, on its own test set (knowledge/eval/entailment).
+
+Figures are reported on the ``test`` split; the thresholds (card similarity, checker
+rules) were tuned on ``dev`` only. Bounded: fixed counts, every wait has a timeout,
+127.0.0.1 only. Writes bench/results/answers.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "answers.json"
+EVAL = ROOT / "knowledge" / "eval"
+DB_URL = "postgres://postgres@127.0.0.1:5432/tierdesk_bench_answers"
+REDIS_URL = "redis://127.0.0.1:6379/4"
+TARGETS = {
+    "contradicted_delivered": 0,
+    "correct_on_answerable": 0.90,
+    "abstained_on_unanswerable": 0.90,
+    "l2_card_first_chunk_p95_ms": 400.0,
+}
+# What a "don't know" reply says (knowledge.answer.DONT_KNOW, the L3 abstention and the
+# handoff offers), lower-cased.
+ABSTAIN = re.compile(
+    r"couldn't find|could not find|don't know|do not know|won't guess|can't answer|"
+    r"not sure|a person|没有找到|不知道|不想乱猜|人工|无法回答",
+)
+
+
+def log(text: str) -> None:
+    print(f"[eval-answers {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def pct(values: list[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 1) if values else None
+
+
+def setup_django() -> None:
+    os.environ.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        DATABASE_URL=os.environ.get("TIERDESK_BENCH_DATABASE_URL", DB_URL),
+        REDIS_URL=os.environ.get("TIERDESK_BENCH_REDIS_URL", REDIS_URL),
+        TIERDESK_BENCH_DATABASE_URL=os.environ.get("TIERDESK_BENCH_DATABASE_URL", DB_URL),
+        TIERDESK_BENCH_REDIS_URL=os.environ.get("TIERDESK_BENCH_REDIS_URL", REDIS_URL),
+        TIERDESK_WARMUP_ON_START="false",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TIERDESK_LOG_LEVEL="WARNING",
+    )
+    import django
+
+    django.setup()
+
+
+def load_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+# -- 1-2. the knowledge base and its cards ---------------------------------------------------
+def knowledge_prepare(card_role: str) -> dict[str, Any]:
+    from django.core.management import call_command
+    from django.test import override_settings
+
+    from bench.rag import database_reset
+    from chatbot.orders.seed import shop_seed
+    from knowledge import cards, services
+    from knowledge.models import AnswerCard, Document
+    from knowledge.seed import knowledge_seed
+    from routing.seed import intents_seed
+    from routing.seed_templates import templates_seed
+
+    database_reset(os.environ["DATABASE_URL"])
+    call_command("migrate", verbosity=0)
+    shop_seed()
+    intents_seed()
+    templates_seed()
+    knowledge_seed()
+    articles = json.loads((EVAL / "answers" / "articles.json").read_text(encoding="utf-8"))
+    for article in articles:
+        # The admin's path: a new document saved through the service, then ingested.
+        document = services.document_create(
+            title=article["title"],
+            text=article["text"],
+            language=article["language"],
+            source_format="markdown",
+        )
+        Document.objects.filter(pk=document.pk).update(seed_key=article["key"])
+    started = time.perf_counter()
+    for document_id in Document.objects.values_list("pk", flat=True):
+        services.document_ingest(document_id=document_id)
+    ingest_s = time.perf_counter() - started
+    started = time.perf_counter()
+    with override_settings(TIERDESK_KB_CARD_ROLE=card_role):
+        for document_id in Document.objects.values_list("pk", flat=True):
+            cards.cards_sync(document_id=document_id)
+    cards_s = time.perf_counter() - started
+    backed = [c.pk for c in AnswerCard.objects.all() if c.entailed]
+    cards.card_review(card_ids=backed, status=AnswerCard.Status.APPROVED, user_id=None)
+    total = AnswerCard.objects.count()
+    out = {
+        "documents": Document.objects.count(),
+        "eval_articles_added": len(articles),
+        "ingest_s": round(ingest_s, 1),
+        "cards": total,
+        "cards_approved": len(backed),
+        "cards_left_draft_not_backed": total - len(backed),
+        "card_role": card_role or "extractive",
+        "cards_draft_s": round(cards_s, 1),
+        "cards_by": dict(
+            Counter(
+                c.split(" ")[0] for c in AnswerCard.objects.values_list("drafted_by", flat=True)
+            )
+        ),
+    }
+    log(f"knowledge base ready: {out}")
+    return out
+
+
+# -- 3. every question over a WebSocket --------------------------------------------------------
+async def ask(port: int, question: str, qid: str) -> dict[str, Any]:
+    from websockets.asyncio.client import connect
+    from websockets.typing import Origin
+
+    async with connect(
+        f"ws://127.0.0.1:{port}/ws/chat/",
+        origin=Origin(f"http://127.0.0.1:{port}"),
+        proxy=None,
+        open_timeout=30,
+    ) as ws:
+        hello = json.loads(await asyncio.wait_for(ws.recv(), 30))
+        assert hello["type"] == "hello", hello
+        sent = time.perf_counter()
+        await ws.send(json.dumps({"type": "message", "id": qid, "text": question}))
+        shown = ""
+        first_ms: float | None = None
+        replaced = False
+        while True:
+            frame = json.loads(await asyncio.wait_for(ws.recv(), 180))
+            kind = frame["type"]
+            if kind == "chunk":
+                if first_ms is None:
+                    first_ms = (time.perf_counter() - sent) * 1000
+                shown += frame.get("text", "")
+            elif kind == "replace":
+                shown = frame.get("text", "")
+                replaced = True
+            elif kind in ("done", "error"):
+                break
+        return {"text": shown, "first_ms": first_ms, "replaced": replaced, "done": frame}
+
+
+def grade(q: dict[str, Any], reply: dict[str, Any]) -> str:
+    text = reply["text"].lower()
+    if any(bad.lower() in text for bad in q.get("contradict", [])):
+        return "contradicted"
+    if all(any(form.lower() in text for form in group) for group in q.get("expect", [])) and q.get(
+        "expect"
+    ):
+        return "correct"
+    actions = reply["done"].get("actions") or []
+    if ABSTAIN.search(text) or "offer:human" in actions:
+        return "abstained"
+    return "other"
+
+
+def answers_run(port: int, questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        for i, q in enumerate(questions):
+            reply = await ask(port, q["question"], f"e{i}")
+            done = reply["done"]
+            citations = done.get("citations") or []
+            row = {
+                "id": q["id"],
+                "lang": q["lang"],
+                "split": q["split"],
+                "kind": q["kind"],
+                "trap": q.get("trap", "none"),
+                "question": q["question"],
+                "answer": reply["text"],
+                "tier": done.get("tier", done.get("type")),
+                "intent": done.get("intent"),
+                "guard": done.get("guard"),
+                "card": any(c.get("card_id") for c in citations),
+                "first_ms": reply["first_ms"],
+                "replaced": reply["replaced"],
+            }
+            row["grade"] = grade(q, reply)
+            rows.append(row)
+            if (i + 1) % 25 == 0:
+                log(f"{i + 1}/{len(questions)} asked")
+
+    asyncio.run(run())
+    return rows
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[(r["lang"], r["tier"])].append(r)
+        by[(r["lang"], "all")].append(r)
+        by[("all", "all")].append(r)
+    for (lang, tier), group in sorted(by.items()):
+        answerable = [r for r in group if r["kind"] != "unanswerable"]
+        unanswerable = [r for r in group if r["kind"] == "unanswerable"]
+        traps = [r for r in group if r["kind"] == "trap"]
+        out[f"{lang}/{tier}"] = {
+            "questions": len(group),
+            "answerable": len(answerable),
+            "correct": sum(r["grade"] == "correct" for r in answerable),
+            "contradicted": sum(r["grade"] == "contradicted" for r in group),
+            "abstained_on_answerable": sum(r["grade"] == "abstained" for r in answerable),
+            "other_on_answerable": sum(r["grade"] == "other" for r in answerable),
+            "unanswerable": len(unanswerable),
+            "abstained_on_unanswerable": sum(r["grade"] == "abstained" for r in unanswerable),
+            "traps": len(traps),
+            "traps_correct": sum(r["grade"] == "correct" for r in traps),
+        }
+    return out
+
+
+def rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+# -- 4. the checker alone ------------------------------------------------------------------------
+def checker_evaluate(split: str) -> dict[str, Any]:
+    from knowledge.entail import label_pair
+
+    pairs = [p for p in load_jsonl(EVAL / "entailment" / "pairs.jsonl") if p["split"] == split]
+    out: dict[str, Any] = {}
+    for lang in ("en", "zh", "all"):
+        subset = [p for p in pairs if lang == "all" or p["lang"] == lang]
+        predicted = [label_pair(p["premise"], p["hypothesis"]) for p in subset]
+        # "Released" = the checker says entailed. Precision: of released, truly entailed.
+        released = [p for p, y in zip(subset, predicted, strict=True) if y == "entailed"]
+        truly = [p for p in subset if p["label"] == "entailed"]
+        contradictions = [p for p in subset if p["label"] == "contradicted"]
+        caught = [
+            p
+            for p, y in zip(subset, predicted, strict=True)
+            if p["label"] == "contradicted" and y != "entailed"
+        ]
+        good = sum(p["label"] == "entailed" for p in released)
+        out[lang] = {
+            "pairs": len(subset),
+            "release_precision": rate(
+                sum(p["label"] == "entailed" for p in released), len(released)
+            ),
+            "release_recall": rate(sum(p["label"] == "entailed" for p in released), len(truly)),
+            "contradictions_blocked": rate(len(caught), len(contradictions)),
+            "contradictions_released": len(contradictions) - len(caught),
+            "by_kind_released_wrongly": dict(
+                Counter(
+                    p["kind"]
+                    for p, y in zip(subset, predicted, strict=True)
+                    if y == "entailed" and p["label"] != "entailed"
+                )
+            ),
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--card-role", default="", help='model role drafting cards ("": extractive)'
+    )
+    parser.add_argument("--limit", type=int, default=0, help="ask only the first N questions")
+    parser.add_argument("--split", default="", help="ask only this split (dev/test)")
+    args = parser.parse_args(argv)
+    setup_django()
+    from bench.l1 import DaphneServer, free_port, redis_flush
+
+    started = time.perf_counter()
+    checker = {"test": checker_evaluate("test"), "dev": checker_evaluate("dev")}
+    log(f"checker (test split): {checker['test']['all']}")
+    kb = knowledge_prepare(args.card_role)
+    questions = load_jsonl(EVAL / "answers" / "questions.jsonl")
+    if args.split:
+        questions = [q for q in questions if q["split"] == args.split]
+    if args.limit:
+        questions = questions[: args.limit]
+    redis_flush(os.environ["REDIS_URL"])
+    port = free_port()
+    server = DaphneServer(port)
+    server.start()
+    try:
+        server.wait_ready()
+        log(f"daphne ready in {server.ready_s:.1f}s; asking {len(questions)} questions")
+        rows = answers_run(port, questions)
+    finally:
+        server.stop()
+
+    test = [r for r in rows if r["split"] == "test"]
+    dev = [r for r in rows if r["split"] == "dev"]
+    answerable = [r for r in test if r["kind"] != "unanswerable"]
+    unanswerable = [r for r in test if r["kind"] == "unanswerable"]
+    l2 = [r for r in rows if r["tier"] == "L2"]
+    card_first = [r["first_ms"] for r in l2 if r["card"] and r["first_ms"] is not None]
+    generated_first = [r["first_ms"] for r in l2 if not r["card"] and r["first_ms"] is not None]
+    figures = {
+        "questions": len(rows),
+        "questions_test": len(test),
+        "contradicted_delivered": sum(r["grade"] == "contradicted" for r in rows),
+        "contradicted_delivered_test": sum(r["grade"] == "contradicted" for r in test),
+        "correct_on_answerable_test": rate(
+            sum(r["grade"] == "correct" for r in answerable), len(answerable)
+        ),
+        "abstained_on_unanswerable_test": rate(
+            sum(r["grade"] == "abstained" for r in unanswerable), len(unanswerable)
+        ),
+        "correct_on_answerable_dev": rate(
+            sum(r["grade"] == "correct" for r in dev if r["kind"] != "unanswerable"),
+            sum(r["kind"] != "unanswerable" for r in dev),
+        ),
+        "l2_share_from_approved_cards": rate(sum(r["card"] for r in l2), len(l2)),
+        "l2_card_first_chunk_p50_ms": pct(card_first, 50),
+        "l2_card_first_chunk_p95_ms": pct(card_first, 95),
+        "l2_generated_first_chunk_p50_ms": pct(generated_first, 50),
+        "l2_generated_first_chunk_p95_ms": pct(generated_first, 95),
+        "checker_release_precision_test": checker["test"]["all"]["release_precision"],
+        "checker_release_recall_test": checker["test"]["all"]["release_recall"],
+        "checker_contradictions_blocked_test": checker["test"]["all"]["contradictions_blocked"],
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    result = {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": "make eval-answers",
+        "figures": figures,
+        "targets": TARGETS,
+        "knowledge_base": kb,
+        "by_language_and_tier_test": summarise(test),
+        "by_language_and_tier_all": summarise(rows),
+        "checker": checker,
+        "tiers": dict(Counter(r["tier"] for r in rows)),
+        "rows": rows,
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    log(json.dumps(figures, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

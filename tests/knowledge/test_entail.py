@@ -1,0 +1,74 @@
+"""The entailment check (knowledge.entail): the flips a lexical overlap check passed
+(negation, numbers, dates, exceptions, "only", the tier a rule is about) are caught;
+paraphrases with the same fact pass. Its precision and recall on its own labelled set
+are measured by `make eval-answers` (bench/results/answers.json), not here."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.entail import claim_check, label_pair, quantities
+
+GIFT = "Gift cards expire 36 months after purchase. They cannot be exchanged for cash."
+RETURNS = (
+    "Items must be unworn and have their tags attached. Gold members are the exception: "
+    "they can also return worn items."
+)
+SHIPPING = "Standard shipping takes 3 to 7 business days; Express takes 1 to 2 business days."
+WRAP = (
+    "You can have any item gift wrapped for $4.99. If you are a Gold member, gift wrapping "
+    "is free on every order."
+)
+
+
+@pytest.mark.parametrize(
+    ("premise", "claim", "label"),
+    [
+        # The flipped negation the old word-overlap check passed (#14).
+        (GIFT, "Gift cards do not expire.", "contradicted"),
+        (GIFT, "No, gift cards never expire.", "contradicted"),
+        (GIFT, "Gift cards expire 12 months after purchase.", "contradicted"),
+        (GIFT, "Gift cards can be exchanged for cash.", "contradicted"),
+        (GIFT, "Gift cards expire 36 months after purchase.", "entailed"),
+        (GIFT, "Gift cards expire three years after you buy them.", "entailed"),
+        (GIFT, "You can use gift cards in any store.", "neutral"),
+        # The rule's subject swapped: "unworn" -> "worn", Gold -> Silver.
+        (RETURNS, "Items can be returned worn.", "contradicted"),
+        (RETURNS, "Silver members can also return worn items.", "neutral"),
+        (RETURNS, "Gold members can also return worn items.", "entailed"),
+        (SHIPPING, "Express takes 3 to 7 business days.", "contradicted"),
+        (SHIPPING, "Express takes one to two business days.", "entailed"),
+        # "free for Gold members" generalised to everyone.
+        (WRAP, "Gift wrapping is free for all members.", "neutral"),
+        ("礼品卡自购买之日起36个月后过期。", "礼品卡永不过期。", "contradicted"),
+        ("礼品卡自购买之日起36个月后过期。", "礼品卡购买三十六个月后过期。", "entailed"),
+        ("每天最多领取2张代金券。每张可减5美元。", "每天最多可以领5张代金券。", "contradicted"),
+        ("The subscription costs $99 a year.", "The subscription costs $99 a month.", "neutral"),
+    ],
+)
+def test_claims(premise: str, claim: str, label: str) -> None:
+    assert claim_check(claim, [premise]).label == label
+
+
+def test_a_yes_or_no_is_checked_against_the_question() -> None:
+    question = "can I wash the down jacket in a machine?"
+    premise = "Down jackets must not be machine washed."
+    assert claim_check("Yes, you can.", [premise], question=question).label == "contradicted"
+    assert claim_check("No.", [premise], question=question).label != "contradicted"
+    assert (
+        claim_check("Yes, gift cards do expire.", [GIFT], question="do gift cards expire?").label
+        != "contradicted"
+    )
+
+
+def test_durations_compare_in_days_and_ranges_give_both_ends() -> None:
+    months, years = quantities("36 months")[0], quantities("three years")[0]
+    assert months.same(years) and not months.same(quantities("2 years")[0])
+    assert [q.value for q in quantities("3-7 business days")] == [3.0, 7.0]
+    assert [q.value for q in quantities("三十六个月")] == [36.0]
+
+
+def test_a_hypothesis_is_entailed_only_if_every_sentence_is() -> None:
+    both = "Gift cards expire 36 months after purchase. You can also swap them for cash."
+    assert label_pair(GIFT, both) == "contradicted"
+    assert label_pair(GIFT, "Gift cards expire 36 months after purchase.") == "entailed"
