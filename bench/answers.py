@@ -276,10 +276,8 @@ def checker_evaluate(split: str) -> dict[str, Any]:
         good = sum(p["label"] == "entailed" for p in released)
         out[lang] = {
             "pairs": len(subset),
-            "release_precision": rate(
-                sum(p["label"] == "entailed" for p in released), len(released)
-            ),
-            "release_recall": rate(sum(p["label"] == "entailed" for p in released), len(truly)),
+            "release_precision": rate(good, len(released)),
+            "release_recall": rate(good, len(truly)),
             "contradictions_blocked": rate(len(caught), len(contradictions)),
             "contradictions_released": len(contradictions) - len(caught),
             "by_kind_released_wrongly": dict(

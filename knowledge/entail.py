@@ -499,6 +499,10 @@ def _body_check(body: str, clauses: list[str]) -> Claim:
 def claim_check(sentence: str, passages: list[str], *, question: str = "") -> Claim:
     """The verdict on one sentence against the cited passages."""
     clauses = _clauses(passages)
+    flat = " ".join(" ".join(passages).split())
+    if len(sentence) > 12 and " ".join(sentence.split()) in flat:
+        # The passage's own sentence, word for word (an extract, a card's answer).
+        return Claim(sentence, "entailed", "quoted", sentence, 1.0)
     particle = _PARTICLE.match(sentence)
     body = sentence[particle.end() :] if particle else sentence
     result = _body_check(body, clauses) if body.strip() else Claim(sentence, "entailed")
