@@ -225,16 +225,20 @@ def embedding_text(*, title: str, heading: str, text: str) -> str:
 
 
 # -- summaries -----------------------------------------------------------------------------------
+# The worked example is about a made-up topic no shop's article covers (umbrella
+# repairs): an example about gift cards leaked "how to replace a lost card" into the
+# summary of a gift-card article that says no such thing. The summary states facts in
+# the article's words, so the entailment check (``summary_check``) can verify it.
 _SUMMARY_EXAMPLE = {
     "en": (
-        "Gift cards\nGift cards come in values from $10 to $500 and never expire. They can "
-        "be used online and in our stores, and a lost card can be replaced with the receipt.",
-        "Explains gift card values from $10 to $500, that they never expire, where they can "
-        "be used and how to replace a lost card.",
+        "Umbrella repairs\nWe repair umbrellas free of charge within 12 months of purchase. "
+        "After that, a repair costs $8. Repairs take five business days.",
+        "We repair umbrellas free of charge within 12 months of purchase; after that a "
+        "repair costs $8.",
     ),
     "zh": (
-        "礼品卡\n礼品卡面值从10美元到500美元不等，永不过期，可在网店和门店使用；丢失的礼品卡凭收据可以补办。",
-        "介绍礼品卡的面值（10到500美元）、永不过期、使用范围以及丢失后的补办方法。",
+        "雨伞维修\n雨伞自购买起12个月内免费维修。超过12个月，每次维修收费8美元。维修需要5个工作日。",
+        "雨伞自购买起12个月内免费维修，超过12个月每次维修收费8美元。",
     ),
 }
 
@@ -292,6 +296,20 @@ def summary_fallback(*, sections: list[Section], language: str, max_words: int) 
             out += s
         return out or body[: max_words * 2]
     return " ".join(body.split()[:max_words])
+
+
+def summary_check(summary: str, *, body: str) -> str:
+    """The summary's sentences that the article entails, in order ("" : none). A
+    summary is shown to the reader model as context, so an invented sentence in it
+    would become an invented answer."""
+    from . import entail
+
+    kept = [
+        sentence
+        for sentence in entail.sentences(summary)
+        if entail.claim_check(sentence, [body]).label == "entailed"
+    ]
+    return ("" if ktext.has_cjk(summary) else " ").join(kept)
 
 
 def summary_usable(summary: str, *, body: str) -> bool:

@@ -361,6 +361,7 @@ def document_summarise(*, document: Document, sections: list[ingest.Section]) ->
         logger.warning("summary model failed for document %s: %s", document.pk, exc)
         return fallback
     summary = ingest.summary_clean(raw, language=document.language, max_words=max_words)
+    summary = ingest.summary_check(summary, body=body)
     if not ingest.summary_usable(summary, body=body):
         logger.info("summary of document %s unusable (%r); extractive", document.pk, summary)
         return fallback

@@ -72,3 +72,14 @@ def test_a_hypothesis_is_entailed_only_if_every_sentence_is() -> None:
     both = "Gift cards expire 36 months after purchase. You can also swap them for cash."
     assert label_pair(GIFT, both) == "contradicted"
     assert label_pair(GIFT, "Gift cards expire 36 months after purchase.") == "entailed"
+
+
+def test_a_summary_keeps_only_what_the_article_says() -> None:
+    from knowledge.ingest import summary_check
+
+    invented = (
+        "Gift cards expire 36 months after purchase. A lost card can be replaced with the receipt."
+    )
+    # The second sentence is the one a few-shot example once put in every gift-card summary.
+    assert summary_check(invented, body=GIFT) == "Gift cards expire 36 months after purchase."
+    assert summary_check("Gift cards never expire.", body=GIFT) == ""

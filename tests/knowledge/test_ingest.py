@@ -207,6 +207,10 @@ def test_summary_comes_from_the_fast_model(settings: Any, model_files: None) -> 
     words = doc.summary.split()
     assert 3 <= len(words) <= 50
     assert "gift" in doc.summary.lower()
+    # Whatever the model wrote, only sentences the article entails were kept.
+    from knowledge.entail import text_check
+
+    assert text_check(doc.summary, [doc.text]).entailed, doc.summary
 
 
 def test_the_sweeper_enqueues_again_only_ingestions_with_no_sign_of_life(
