@@ -1,4 +1,4 @@
-"""The three output guards behind one interface (``Guard``).
+"""The output guards behind one interface (``Guard``).
 
 - ``FactGuard`` (L1): every number and carrier in the fast model's phrasing must be
   among the order's facts, and the required facts must all appear; otherwise the
@@ -8,6 +8,9 @@
 - ``EntailmentGuard`` (L2, L3 policy): each sentence is shown only once the
   entailment check (``knowledge.entail``) finds it backed by the cited passages;
   others are dropped, and with none left the passage extract goes out.
+- ``GroundedGuard`` (L3): the same, against the shop's records the model was given,
+  with the fact guard's rule for order facts and model boilerplate stripped; with
+  nothing left, "can't confirm, would you like a person?".
 
 Why here, as adapters, and not in one lower package: the leak check must run inside
 ``inference.resilience.model_stream`` (before the response cache stores a reply, and
@@ -22,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from inference.base import InferenceError
-from inference.guard import GuardVerdict, StreamGuard
+from inference.guard import GuardVerdict, StreamGuard, guard_check
 from inference.leak import REFUSAL
 from inference.resilience import LEAK
 
@@ -176,15 +180,11 @@ class EntailmentGuard:
                 self._refused = True
                 continue
             # jieba and the stemmer are CPU work: off the event loop.
-            claim = await asyncio.to_thread(
-                entail.claim_check, sentence, self.passages, question=self.question
-            )
-            if claim.label == "entailed":
+            label, reason = await asyncio.to_thread(self._judge, sentence)
+            if label == "entailed":
                 out.append(sentence)
             else:
-                self._dropped.append(
-                    {"text": sentence, "label": claim.label, "reason": claim.reason}
-                )
+                self._dropped.append({"text": sentence, "label": label, "reason": reason})
         if not out:
             return ""
         cjk = any("\u4e00" <= ch <= "\u9fff" for ch in "".join(out))
@@ -193,6 +193,13 @@ class EntailmentGuard:
             text = " " + text
         self._released += len(out)
         return text
+
+    def _judge(self, sentence: str) -> tuple[str, str]:
+        """("entailed", "") if ``sentence`` may be shown, else (label, why). Blocking."""
+        from knowledge import entail
+
+        claim = entail.claim_check(sentence, self.passages, question=self.question)
+        return claim.label, claim.reason
 
     async def drain(self) -> str:
         return await self._release(final=False)
@@ -221,3 +228,53 @@ class EntailmentGuard:
 
     def model_failed(self, error: InferenceError) -> bool:
         return False
+
+
+# Model boilerplate that is never a shop's answer: a shopper is not told what an AI
+# model can or can't do, or what it "has access to".
+BOILERPLATE = re.compile(
+    r"\b(as an? (ai|artificial intelligence)( language)?( model| assistant)?|"
+    r"i('m| am) (just |only )?an? (ai|language model|virtual assistant|chatbot)|"
+    r"(large )?language model|i (don't|do not|cannot|can't) have access|"
+    r"i (don't|do not) have (real-time|personal|direct) |my (training|knowledge) cutoff)"
+    r"|作为(一个)?(人工智能|AI|语言模型)|我(只)?是(一个)?(人工智能|AI|语言模型)|我无法访问",
+    re.IGNORECASE,
+)
+
+
+class GroundedGuard(EntailmentGuard):
+    """L3: the large model's reply against the shop's records it was given (the
+    shopper's orders, catalogue rows, help-article passages: ``grounding.ShopContext``).
+
+    Sentence by sentence, like ``EntailmentGuard`` (held until it ends, then shown or
+    dropped, never withdrawn), each sentence must:
+
+    - not be model boilerplate ("As an AI language model", "I don't have access");
+    - carry only order facts that are in the records: every id, amount, date, tracking
+      number and carrier (the L1 fact guard's rule, ``inference.guard.guard_check``);
+    - be entailed by the records (``knowledge.entail``: statuses, policy claims,
+      negations), unless it is pure courtesy (no content words).
+
+    With nothing left, the shopper is told we can't confirm it and offered a person
+    (``abstain``): never the passage extract, which may not be what they asked.
+    """
+
+    def __init__(self, *, question: str, passages: list[str], abstain: str) -> None:
+        super().__init__(question=question, passages=passages, extract=abstain, dont_know=abstain)
+        self.facts = "\n".join(passages)
+
+    def _judge(self, sentence: str) -> tuple[str, str]:
+        if BOILERPLATE.search(sentence):
+            return "boilerplate", "model boilerplate"
+        fact = guard_check(text=sentence, facts={"records": self.facts}, required=[])
+        if not fact.ok:
+            return "invented_fact", fact.reason
+        return super()._judge(sentence)
+
+    async def finish(self, text: str) -> str | None:
+        tail = await super().finish(text)
+        if tail is None:
+            # Nothing backed (or only "I don't know"): one label, the abstain text.
+            self.verdict.label = "abstained"
+            self.verdict.meta.setdefault("abstained", True)
+        return tail

@@ -1,19 +1,84 @@
-"""The L3 answerer: the large model answers open questions, with a system prompt that
-forbids inventing policy, the recent conversation (heat-decayed) and the shopper's
-question. The leak guard (``guards.LeakGuard``) watches every chat reply; if the model
-is down, the ``dialogue.model_down`` template goes out."""
+"""The L3 answerer: the large model answers open questions from the shop's records.
+
+``plan`` (worker thread) gathers what the question needs (``grounding.shop_context``:
+the shopper's own orders, the catalogue rows it names, relevant help-article
+passages) and puts it in the prompt with the recent conversation (heat-decayed).
+With nothing relevant on record it doesn't call the model: it says it can't confirm
+that and offers a person.
+
+``stream`` runs the model under ``guards.GroundedGuard``: each sentence is shown only
+if its order facts are in the records and its claims are entailed by them; model
+boilerplate is dropped. When nothing survives, the same "can't confirm, would you
+like a person?" text goes out, and a "yes" next turn queues the shopper for a person.
+The leak guard watches every chat reply; if the model is down, ``dialogue.model_down``.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db import transaction
 
 from inference.base import GenerationRequest
 from inference.context import history_select
-from inference.prompts import SYSTEM_PROMPT, chat_messages
+from inference.prompts import SYSTEM_PROMPT, chat_messages, l3_question
 from inference.sanitize import prompt_sanitize
 from routing import types as rt
 
-from .base import AnswerPlan, GuardedAnswerer, TurnContext, template_text
+from .base import (
+    AnswerPlan,
+    GuardedAnswerer,
+    Reply,
+    TurnContext,
+    TurnEvent,
+    model_answer,
+    template_text,
+    text_answer,
+)
+from .grounding import shop_context
+from .guards import GroundedGuard, Guard
+
+OFFER_HUMAN = "offer:human"
+
+
+@dataclass
+class L3Plan(AnswerPlan):
+    # What the grounded guard checks against: the question, the records as passages
+    # and the text to send when nothing is backed (None: the guard is off).
+    grounding: dict[str, Any] | None = None
+    # The help-article passages in the records (docs/protocol.md, "citations").
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    # What went into the records and why (no personal data): stored in the metadata.
+    context: dict[str, Any] = field(default_factory=dict)
+
+    def cited(self) -> list[dict[str, Any]]:
+        return self.citations
+
+    def record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"l3_context": self.context} if self.context else {}
+        if self.citations:
+            out["citations"] = self.citations
+        return out
+
+
+def _handoff_offer_remember(conversation_id: int) -> None:
+    """The reply offered a person after planning (the guard abstained): remember the
+    offer like ``Dialogue._offers_remember`` does, so a "yes" next turn queues."""
+    from chatbot.models import Conversation
+
+    with transaction.atomic():
+        conversation = Conversation.objects.select_for_update().filter(pk=conversation_id).first()
+        if conversation is None:
+            return
+        state = dict(conversation.state or {})
+        state["pending_handoff"] = {"at": time.time()}
+        conversation.state = state
+        conversation.save(update_fields=["state"])
 
 
 class L3Answerer(GuardedAnswerer):
@@ -32,14 +97,60 @@ class L3Answerer(GuardedAnswerer):
             budget_chars=settings.TIERDESK_CONTEXT_HISTORY_CHARS,
         )
         ctx.state["context_heat"] = heat
-        messages = chat_messages(system=system, history=history, question=question)
-        return AnswerPlan(
-            tier=decision.tier,
-            intent=decision.intent,
+        customer_id = ctx.verified.customer_id if ctx.verified else ctx.customer_id
+        shop = shop_context(
+            question=question, language=ctx.language, customer_id=customer_id, service=ctx.orders()
+        )
+        abstain = template_text(ctx, "dialogue", "l3_abstain")
+        guarded = settings.TIERDESK_L3_GROUNDING_GUARD
+        common: dict[str, Any] = {
+            "tier": decision.tier,
+            "intent": decision.intent,
+            "language": ctx.language,
+            "personal": shop.personal,
+            "citations": shop.citations,
+            "context": shop.explain,
+        }
+        if guarded and shop.empty:
+            # Nothing on record to answer from: say so rather than let the model guess.
+            return L3Plan(text=abstain, actions=[OFFER_HUMAN], **common)
+        messages = chat_messages(
+            system=system,
+            history=history,
+            question=l3_question(records=shop.text(), question=question, language=ctx.language),
+        )
+        return L3Plan(
             text=template_text(ctx, "dialogue", "model_down"),
-            language=ctx.language,
             role="large" if decision.tier == rt.L3 else "fallback",
             generation=GenerationRequest(
                 messages=messages, max_tokens=settings.TIERDESK_L3_MAX_TOKENS, temperature=0.3
             ),
+            grounding={"question": question, "passages": shop.passages(), "abstain": abstain}
+            if guarded
+            else None,
+            **common,
         )
+
+    def guards(self, plan: AnswerPlan) -> list[Guard]:
+        if not isinstance(plan, L3Plan) or plan.grounding is None:
+            return []
+        g = plan.grounding
+        return [GroundedGuard(question=g["question"], passages=g["passages"], abstain=g["abstain"])]
+
+    async def stream(self, plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnEvent]:
+        if plan.generation is None:
+            async for event in text_answer(plan.text, reply):
+                yield event
+            return
+        guards = self.guards(plan)
+        async for event in model_answer(plan, reply, guards):
+            yield event
+        for guard in guards:
+            # What was dropped and why, also when the reply went out trimmed (the turn
+            # stores a guard's meta only when it replaced the reply).
+            reply.meta.update(guard.verdict.meta)
+        if reply.guard == "abstained" and OFFER_HUMAN not in plan.actions:
+            # The done frame and the stored reply carry the offer; the state remembers it.
+            plan.actions.append(OFFER_HUMAN)
+            if reply.conversation_id:
+                await database_sync_to_async(_handoff_offer_remember)(reply.conversation_id)

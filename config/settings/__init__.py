@@ -358,6 +358,16 @@ TIERDESK_L3_HEDGE_MS = env_int("TIERDESK_L3_HEDGE_MS", 150)
 # Token pre-count: a prompt over this goes to the fallback model instead.
 TIERDESK_L3_MAX_PROMPT_TOKENS = env_int("TIERDESK_L3_MAX_PROMPT_TOKENS", 1500)
 TIERDESK_L3_FALLBACK_ROLE = env_str("TIERDESK_L3_FALLBACK_ROLE", "fallback")
+# The shop's records L3 answers from (chatbot.answerers.grounding, docs/architecture.md
+# "L3: answers from the shop's records"): their token budget in the prompt, and at most
+# this many of the shopper's orders (newest first) and catalogue rows (variants).
+TIERDESK_L3_CONTEXT_TOKENS = env_int("TIERDESK_L3_CONTEXT_TOKENS", 700)
+TIERDESK_L3_ORDER_ROWS = env_int("TIERDESK_L3_ORDER_ROWS", 5)
+TIERDESK_L3_CATALOGUE_ROWS = env_int("TIERDESK_L3_CATALOGUE_ROWS", 6)
+# The L3 grounded guard: each sentence shown only if its order facts are in the records
+# and its claims are entailed by them; with nothing relevant on record, or nothing
+# backed, "can't confirm, would you like a person?" (off: the model's reply as it is).
+TIERDESK_L3_GROUNDING_GUARD = env_bool("TIERDESK_L3_GROUNDING_GUARD", True)
 # Concurrent requests per process to a remote model (its priority-queue slots).
 TIERDESK_REMOTE_CONCURRENCY = env_int("TIERDESK_REMOTE_CONCURRENCY", 32)
 

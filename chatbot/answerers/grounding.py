@@ -1,0 +1,338 @@
+"""The shop's records the large tier (L3) answers from: the shopper's own orders, the
+catalogue rows the question names and the relevant help-article passages.
+
+Built in ``L3Answerer.plan`` (the turn's worker thread: database reads, retrieval),
+within a token budget (``TIERDESK_L3_CONTEXT_TOKENS``). The same text is what the
+reply is checked against (``guards.GroundedGuard``): every order id, amount and date
+in the reply must appear in it, and every claim must be entailed by it. So the prompt
+holds exactly what the bot may say and nothing else.
+
+Why context in the prompt and not tools (OpenAI function calling): the question's
+needs are found without a model (order words, product names, retrieval), the whole
+context fits in a few hundred tokens, and the checker needs the same text the model
+saw. Tools would add a round trip per call on the 500 ms first-token budget and
+depend on the remote model supporting them; the local stand-in (Qwen 0.5B under
+llama.cpp) does not call them reliably.
+
+Privacy: orders come only through ``OrderService.orders_for_customer`` with the
+conversation's verified ``customer_id``, so another shopper's order can't be read;
+an anonymous shopper gets no order data at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+
+from chatbot.orders.types import OrderFacts, OrderService, OrderServiceError
+
+logger = logging.getLogger(__name__)
+
+# Words that say the question is about the shopper's own orders (and so needs them).
+_ORDER_WORDS = re.compile(
+    r"\b(orders?|refund\w*|returns?|returned|deliver\w*|shipp\w*|shipment|package|parcel|"
+    r"track\w*|purchase\w*|bought|paid|payment|charged?|cancel\w*|arriv\w*|my)\b"
+    r"|#?W\d{7}|订单|退款|退货|物流|快递|发货|配送|付款|我的",
+    re.IGNORECASE,
+)
+# Questions after the cheap end of the catalogue: rows cheapest first, else dearest first.
+_CHEAP_WORDS = re.compile(
+    r"\b(cheap\w*|budget|affordable|inexpensive|lowest|least expensive)\b|便宜|实惠|最低",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[a-z]+")
+
+LABELS = {
+    "en": {
+        "orders": "Your orders (newest first)",
+        "no_orders": "You have no orders on record.",
+        "anonymous": "You are not signed in, so your orders are not available.",
+        "no_refunds": "There is no refund on record for any of your orders.",
+        "catalogue": "Catalogue",
+        "articles": "Help articles",
+    },
+    "zh": {
+        "orders": "您的订单（最新的在前）",
+        "no_orders": "您没有任何订单记录。",
+        "anonymous": "您未登录，无法查看您的订单。",
+        "no_refunds": "您的所有订单都没有退款记录。",
+        "catalogue": "商品目录",
+        "articles": "帮助文章",
+    },
+}
+
+
+@dataclass(frozen=True)
+class CatalogueRow:
+    """One variant of a product as the shop sells it."""
+
+    product: str
+    item_id: str
+    options: dict[str, str]
+    price: Decimal
+    available: bool
+
+    def line(self, rank: int) -> str:
+        # Commas only (no ";" or "but"): the entailment check aligns a claim with one
+        # clause, and a row must be one clause so "the black one costs $198" finds it.
+        opts = ", ".join(f"{k} {v}" for k, v in self.options.items())
+        # "sold out", not "not available": a negation in the row would read as a flipped
+        # polarity against every claim aligned with it ("it costs $198").
+        stock = "available" if self.available else "sold out"
+        return f"{rank}. {self.product}, item {self.item_id}, {opts}, price ${self.price}, {stock}."
+
+
+@dataclass
+class ShopContext:
+    """What the L3 prompt carries, and what its reply is checked against."""
+
+    language: str
+    order_lines: list[str] = field(default_factory=list)
+    # The same orders as one-fact sentences (``order_facts``): what replies are checked on.
+    order_facts: list[str] = field(default_factory=list)
+    catalogue_lines: list[str] = field(default_factory=list)
+    kb_passages: list[str] = field(default_factory=list)
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    # The shopper's own orders were read (so the reply is personal: never cached).
+    personal: bool = False
+    # What was put in and why (stored in the reply's metadata, no personal data).
+    explain: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.order_lines or self.catalogue_lines or self.kb_passages)
+
+    def sections(self) -> list[tuple[str, list[str]]]:
+        labels = LABELS.get(self.language, LABELS["en"])
+        out = []
+        if self.order_lines:
+            out.append((labels["orders"], self.order_lines))
+        if self.catalogue_lines:
+            out.append((labels["catalogue"], self.catalogue_lines))
+        if self.kb_passages:
+            out.append((labels["articles"], self.kb_passages))
+        return out
+
+    def text(self) -> str:
+        """The records block of the prompt."""
+        return "\n\n".join(
+            f"{title}:\n" + "\n".join(lines) for title, lines in self.sections() if lines
+        )
+
+    def passages(self) -> list[str]:
+        """The context as passages for the checks: the orders' facts, then every
+        catalogue row and help-article passage."""
+        return [*self.order_facts, *self.catalogue_lines, *self.kb_passages]
+
+
+def _day(value: date) -> str:
+    # Both spellings, so "Oct 7, 2026" and "2026-10-07" in a reply are found in the facts.
+    return f"{value:%b} {value.day}, {value.year} ({value.isoformat()})"
+
+
+def _options(options: dict[str, str]) -> str:
+    # An option set to "no" (water resistance: no) is left out: a "no" in the line
+    # would read as a negation against every claim about the order.
+    return ", ".join(v for v in options.values() if v.strip().lower() != "no")
+
+
+def order_line(order: OrderFacts) -> str:
+    """One order as one line of the prompt."""
+    items = ", ".join(
+        item.name + (f" ({_options(item.options)})" if item.options else "") + f" ${item.price}"
+        for item in order.items
+    )
+    parts = [
+        f"Your order {order.order_id}",
+        f"placed {_day(order.placed_on)}",
+        f"status {order.status}",
+        f"items: {items}",
+        f"total ${order.total}",
+        f"paid by {order.payment_method.replace('_', ' ')}",
+    ]
+    if order.carrier:
+        parts.append(f"carrier {order.carrier}")
+    if order.tracking_ids:
+        parts.append("tracking " + " and ".join(order.tracking_ids))
+    if order.estimated_delivery is not None:
+        parts.append(f"estimated delivery {_day(order.estimated_delivery)}")
+    if order.refunds:
+        parts.append("refunded " + " and ".join(f"${amount}" for amount in order.refunds))
+    return ", ".join(parts) + "."
+
+
+def order_facts(order: OrderFacts) -> list[str]:
+    """The same order as short sentences, one fact each, for the entailment check.
+
+    Why not the prompt's line: the check aligns a claim with one clause and wants the
+    names in that clause (items, carrier, month) restated, so "Your order #W2611340
+    was delivered" would fail against the whole line. Each fact names the order and
+    says one thing. Written to the shopper ("Your order"), as the reply is: the check
+    reads a capitalised first word the records never use as a name. No "no ..." in
+    any of them: a negation would flip every claim aligned with it."""
+    oid = order.order_id
+    facts = [
+        f"Your order {oid} has status {order.status}.",
+        f"Your order {oid} was placed on {_day(order.placed_on)}.",
+    ]
+    for item in order.items:
+        opts = f" ({_options(item.options)})" if item.options else ""
+        facts.append(f"Your order {oid} has a {item.name}{opts} at ${item.price}.")
+    method = order.payment_method.replace("_", " ")
+    facts.append(f"Your order {oid} totals ${order.total}, paid by {method}.")
+    if order.carrier or order.tracking_ids:
+        tracking = " and ".join(order.tracking_ids)
+        facts.append(f"Your order {oid} ships with {order.carrier}, tracking {tracking}.")
+    if order.estimated_delivery is not None:
+        facts.append(f"Your order {oid} has estimated delivery {_day(order.estimated_delivery)}.")
+    facts.extend(f"Your order {oid} was refunded ${amount}." for amount in order.refunds)
+    return facts
+
+
+def orders_needed(question: str) -> bool:
+    return bool(_ORDER_WORDS.search(question))
+
+
+def order_lines(
+    *, service: OrderService, customer_id: str, language: str, limit: int
+) -> tuple[list[tuple[str, list[str]]], dict[str, Any]]:
+    """The shopper's own orders (newest first, at most ``limit``) and a line on
+    refunds: each as (the prompt's line, the facts the reply is checked against)."""
+    labels = LABELS.get(language, LABELS["en"])
+    if not customer_id:
+        return [(labels["anonymous"], [labels["anonymous"]])], {"orders": "anonymous"}
+    orders = service.orders_for_customer(customer_id=customer_id)
+    if not orders:
+        return [(labels["no_orders"], [labels["no_orders"]])], {"orders": 0}
+    orders = sorted(orders, key=lambda o: o.placed_on, reverse=True)
+    lines = [(order_line(order), order_facts(order)) for order in orders[:limit]]
+    if not any(order.refunds for order in orders):
+        # Said outright, and first (the budget may cut the oldest orders): "why did my
+        # refund take so long" must meet a fact, not a gap the model fills with a cause.
+        lines.insert(0, (labels["no_refunds"], [labels["no_refunds"]]))
+    return lines, {"orders": len(orders), "orders_shown": min(limit, len(orders))}
+
+
+def _stem(word: str) -> str:
+    for suffix in ("es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _head(name: str) -> str:
+    """A product's head noun ("Hiking Boots" -> "boot"): what a question names it by."""
+    words = _WORD.findall(name.lower())
+    return _stem(words[-1]) if words else ""
+
+
+def catalogue_rows(*, question: str, limit: int) -> tuple[list[CatalogueRow], list[str]]:
+    """Variants of the products the question names (by head noun, singular or plural),
+    dearest first (cheapest first if it asks for cheap), at most ``limit`` in all.
+    English product names only: a Chinese question names no product here."""
+    from chatbot.orders.models import Product
+
+    asked = {_stem(w) for w in _WORD.findall(question.lower())}
+    named = [
+        product
+        for product in Product.objects.all()
+        if _head(product.name) in asked
+        or " ".join(_WORD.findall(product.name.lower())) in question.lower()
+    ]
+    if not named:
+        return [], []
+    cheap_first = bool(_CHEAP_WORDS.search(question))
+    per_product = max(2, limit // len(named))
+    rows: list[CatalogueRow] = []
+    for product in named:
+        variants = [
+            CatalogueRow(
+                product=product.name,
+                item_id=str(item_id),
+                options={str(k): str(v) for k, v in (v.get("options") or {}).items()},
+                price=Decimal(str(v.get("price", 0))).quantize(Decimal("0.01")),
+                available=bool(v.get("available", False)),
+            )
+            for item_id, v in (product.variants or {}).items()
+        ]
+        variants.sort(key=lambda r: (r.price, r.item_id), reverse=not cheap_first)
+        rows.extend(variants[:per_product])
+    return rows[:limit], [p.name for p in named]
+
+
+def kb_passages(*, question: str, language: str) -> tuple[list[Any], dict[str, Any]]:
+    """The relevant help-article passages (``knowledge.retrieval``)."""
+    from knowledge.retrieval import passages_retrieve
+
+    try:
+        result = passages_retrieve(question=question, language=language)
+    except Exception as exc:  # an index or embedder fault costs the passages, not the turn
+        logger.exception("L3 context: retrieval failed")
+        return [], {"kb_error": type(exc).__name__}
+    return [p for p in result.passages if p.relevant], {}
+
+
+def _fits(line: str, used: int, budget: int) -> bool:
+    from knowledge.text import estimate_tokens
+
+    return used + estimate_tokens(line) <= budget
+
+
+def shop_context(
+    *, question: str, language: str, customer_id: str, service: OrderService
+) -> ShopContext:
+    """What the question needs from the shop's records, within the token budget.
+    Orders first (only when the question is about them), then catalogue rows, then
+    help-article passages; a line that doesn't fit is left out. Blocking."""
+    from knowledge.text import estimate_tokens
+
+    lang = language if language in LABELS else "en"
+    ctx = ShopContext(language=lang)
+    budget = settings.TIERDESK_L3_CONTEXT_TOKENS
+    # Orders may take at most half the budget and catalogue rows a third more, so a
+    # long order history never crowds out the help articles a policy question needs.
+    orders_cap, catalogue_cap = budget // 2, budget // 2 + budget // 3
+    used = 0
+    if orders_needed(question):
+        try:
+            lines, explain = order_lines(
+                service=service,
+                customer_id=customer_id,
+                language=lang,
+                limit=settings.TIERDESK_L3_ORDER_ROWS,
+            )
+        except OrderServiceError as exc:
+            # The order system is down: no order facts, so none can be claimed.
+            logger.warning("L3 context: orders unavailable (%s)", exc.code)
+            lines, explain = [], {"orders_error": exc.code}
+        ctx.explain |= explain
+        ctx.personal = bool(customer_id)
+        for line, facts in lines:
+            if _fits(line, used, orders_cap):
+                ctx.order_lines.append(line)
+                ctx.order_facts.extend(facts)
+                used += estimate_tokens(line)
+    rows, products = catalogue_rows(question=question, limit=settings.TIERDESK_L3_CATALOGUE_ROWS)
+    for rank, row in enumerate(rows, start=1):
+        line = row.line(rank)
+        if _fits(line, used, catalogue_cap):
+            ctx.catalogue_lines.append(line)
+            used += estimate_tokens(line)
+    if products:
+        ctx.explain["products"] = products
+    passages, explain = kb_passages(question=question, language=lang)
+    ctx.explain |= explain
+    for passage in passages:
+        text = f"{passage.title}: {' '.join(passage.text.split())}"
+        if _fits(text, used, budget):
+            ctx.kb_passages.append(text)
+            ctx.citations.append(passage.citation())
+            used += estimate_tokens(text)
+    ctx.explain["context_tokens"] = used
+    return ctx

@@ -1,0 +1,349 @@
+"""L3 grounded in the shop's records (issue #14, item 4).
+
+- The context holds only this shopper's orders (through ``OrderService``), the
+  catalogue rows the question names and the relevant help-article passages.
+- The grounded guard drops a sentence with an invented order id, amount, date,
+  carrier or refund, strips "As an AI language model" boilerplate, and with nothing
+  backed says it can't confirm and offers a person.
+- With the real model (the local llama.cpp stand-in for the large tier), the
+  backpack-and-refund question end to end: no invented order facts reach the shopper.
+
+The fake model (``tests.fakes.FakeBackend``) is used only where a real model can't be
+made to invent a given order id or amount on demand; the tests that use it say so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+
+from chatbot.answerers.grounding import LABELS, order_facts, shop_context
+from chatbot.answerers.guards import GroundedGuard
+from chatbot.models import Conversation, Message
+from chatbot.orders.backends import get_order_service
+from chatbot.orders.models import Customer, Order, Product
+from chatbot.orders.types import Address, OrderFacts, OrderItem
+from inference.guard import _tokens as fact_tokens
+from knowledge.text import estimate_tokens
+from routing import types as rt
+from routing.templates import template_get
+from tests.shopper import Shopper
+
+BACKPACK_QUESTION = (
+    "Compare your two most expensive backpacks and tell me which is better for hiking, "
+    "and also why my last refund took so long"
+)
+ORDER_ID = re.compile(r"#?W\d{7}")
+
+
+@pytest.fixture(autouse=True)
+def _empty_index() -> Iterator[None]:
+    """No test sees another's help articles (the index is per process)."""
+    from knowledge import index
+
+    index.reset()
+    yield
+    index.reset()
+
+
+def abstain_text() -> str:
+    return template_get(intent="dialogue", key="l3_abstain", language="en")
+
+
+def shopper_without_refunds() -> tuple[str, list[str]]:
+    """A shopper with at least two orders and no refund on any: their id and orders."""
+    service = get_order_service()
+    for customer in Customer.objects.order_by("customer_id"):
+        orders = service.orders_for_customer(customer_id=customer.customer_id)
+        if len(orders) >= 2 and not any(o.refunds for o in orders):
+            return customer.customer_id, [o.order_id for o in orders]
+    raise AssertionError("the demo shop has no shopper without refunds")
+
+
+def force_l3(monkeypatch: Any) -> None:
+    """Every message goes to the L3 answerer (the router is not under test here)."""
+    decision = rt.RouteDecision(
+        tier=rt.L3,
+        intent=rt.COMPLEX_QUESTION,
+        confidence=1.0,
+        slots={},
+        reason={"kind": "test", "forced": rt.L3},
+    )
+    monkeypatch.setattr("chatbot.dialogue.route_message", lambda **_: decision)
+
+
+# -- the context ------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_context_is_this_shoppers_orders_the_named_products_and_kb_passages(
+    seeded_shop: None, settings: Any
+) -> None:
+    from knowledge import index
+    from knowledge.seed import knowledge_seed
+
+    settings.TIERDESK_KB_SUMMARY_ROLE = ""
+    settings.TIERDESK_KB_REFRESH_S = 0.0
+    index.reset()
+    knowledge_seed(ingest_now=True, keys=["en-boots-faq"])
+    mine, my_orders = shopper_without_refunds()
+    others = set(
+        Order.objects.exclude(customer__customer_id=mine).values_list("order_id", flat=True)
+    )
+    question = "Are the boots waterproof, and where is my order?"
+
+    ctx = shop_context(
+        question=question, language="en", customer_id=mine, service=get_order_service()
+    )
+    text = ctx.text()
+    shown_ids = set(ORDER_ID.findall(text))
+    assert shown_ids and shown_ids <= set(my_orders)
+    assert not shown_ids & others
+    assert ctx.personal and ctx.explain["orders"] == len(my_orders)
+    # The catalogue rows of the product the question names, and nothing else.
+    assert ctx.catalogue_lines and all("Hiking Boots" in line for line in ctx.catalogue_lines)
+    # The help article's passage about waterproof boots, cited.
+    assert any("Boots FAQ" in p and "waterproof" in p for p in ctx.kb_passages)
+    assert [c["title"] for c in ctx.citations] == ["Boots FAQ"] * len(ctx.citations)
+    assert estimate_tokens(text) <= settings.TIERDESK_L3_CONTEXT_TOKENS + 40  # + labels
+
+    # Anonymous: the same question reads no order at all.
+    anon = shop_context(
+        question=question, language="en", customer_id="", service=get_order_service()
+    )
+    assert anon.order_lines == [LABELS["en"]["anonymous"]]
+    assert not ORDER_ID.search(anon.text()) and not anon.personal
+    # A question that is not about orders doesn't read them either.
+    boots = shop_context(
+        question="Are the boots waterproof?",
+        language="en",
+        customer_id=mine,
+        service=get_order_service(),
+    )
+    assert boots.order_lines == [] and not boots.personal and boots.catalogue_lines
+
+
+@pytest.mark.django_db
+def test_backpack_question_gets_the_dearest_backpacks_and_no_refund_on_record(
+    seeded_shop: None,
+) -> None:
+    mine, _ = shopper_without_refunds()
+    ctx = shop_context(
+        question=BACKPACK_QUESTION, language="en", customer_id=mine, service=get_order_service()
+    )
+    backpack = Product.objects.get(name="Backpack")
+    prices = sorted(
+        (Decimal(str(v["price"])).quantize(Decimal("0.01")) for v in backpack.variants.values()),
+        reverse=True,
+    )
+    assert (
+        ctx.catalogue_lines[0].startswith("1. Backpack")
+        and f"${prices[0]}" in ctx.catalogue_lines[0]
+    )
+    assert (
+        ctx.catalogue_lines[1].startswith("2. Backpack")
+        and f"${prices[1]}" in ctx.catalogue_lines[1]
+    )
+    assert LABELS["en"]["no_refunds"] in ctx.order_lines
+    # Cheapest first when that is what is asked.
+    cheap = shop_context(
+        question="what is your cheapest backpack?",
+        language="en",
+        customer_id="",
+        service=get_order_service(),
+    )
+    assert f"${prices[-1]}" in cheap.catalogue_lines[0]
+
+
+# -- the guard --------------------------------------------------------------------------
+
+RECORDS = [
+    "There is no refund on record for any of your orders.",
+    *order_facts(
+        OrderFacts(
+            order_id="#W2611340",
+            status="delivered",
+            items=(
+                OrderItem(
+                    item_id="1",
+                    name="Backpack",
+                    price=Decimal("198.00"),
+                    options={"color": "black", "size": "large"},
+                ),
+            ),
+            total=Decimal("198.00"),
+            address=Address("1 Main St", "", "Austin", "TX", "78701"),
+            placed_on=date(2026, 10, 1),
+            estimated_delivery=date(2026, 10, 7),
+            carrier="USPS",
+            tracking_ids=("739892591834",),
+            refunds=(),
+            payment_method="credit_card",
+        )
+    ),
+    "1. Backpack, item 8084436579, color navy, size large, material polyester, compartment "
+    "laptop, price $219.43, available.",
+]
+
+
+async def guarded(text: str, records: list[str] = RECORDS) -> tuple[str | None, GroundedGuard]:
+    """Feed ``text`` through the guard as a stream would (a few characters at a time)."""
+    guard = GroundedGuard(question="q", passages=records, abstain="ABSTAIN")
+    shown = ""
+    for i in range(0, len(text), 7):
+        assert guard.feed(text[i : i + 7], {}) == ""
+        shown += await guard.drain()
+    tail = await guard.finish(shown)
+    return (None if tail is None else shown + tail), guard
+
+
+async def test_guard_drops_invented_order_facts_and_boilerplate() -> None:
+    reply = (
+        "Your order #W2611340 was delivered on Oct 7, 2026. "
+        "As an AI language model, I cannot feel how long a refund takes. "
+        "Your order #W9999999 is on its way. "  # an order id not in the records
+        "The order total was $250.00. "  # an amount not in the records
+        "Your refund of $198.00 was issued on Oct 9, 2026. "  # a refund and a date invented
+        "It was shipped with FedEx. "  # the carrier was USPS
+        "The navy Backpack item 8084436579 costs $219.43. "
+        "Happy to help!"
+    )
+    shown, guard = await guarded(reply)
+    assert shown == (
+        "Your order #W2611340 was delivered on Oct 7, 2026. "
+        "The navy Backpack item 8084436579 costs $219.43. Happy to help!"
+    )
+    dropped = {d["label"] for d in guard.verdict.meta["unsupported_claims"]}
+    assert "invented_fact" in dropped and "boilerplate" in dropped
+    assert guard.verdict.label == "trimmed"
+
+
+async def test_guard_drops_a_flipped_status_and_a_refund_cause() -> None:
+    # No digits in these: the entailment check against the records catches them.
+    shown, guard = await guarded(
+        "Your order was cancelled. Your refund took long because the bank was slow."
+    )
+    assert shown is None and guard.verdict.label == "abstained"
+    assert guard.verdict.replacement == "ABSTAIN"
+    # "No refund on record" is backed, so it stands.
+    shown, _ = await guarded("There is no refund on record for your orders.")
+    assert shown == "There is no refund on record for your orders."
+
+
+async def test_guard_with_only_boilerplate_or_dont_know_abstains() -> None:
+    for reply in (
+        "As an AI language model, I don't have access to your orders.",
+        "I'm just an AI. I don't know.",
+    ):
+        shown, guard = await guarded(reply)
+        assert shown is None and guard.verdict.label == "abstained", reply
+        assert guard.verdict.replacement == "ABSTAIN"
+
+
+# -- end to end with the fake model (it must invent on demand) --------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("isolated_state")
+async def test_invented_facts_never_reach_the_shopper_and_nothing_backed_offers_a_person(
+    seeded_shop: None, fake_models: Any, monkeypatch: Any
+) -> None:
+    """A fake model: a real one can't be made to invent an order id on demand."""
+    force_l3(monkeypatch)
+    mine, my_orders = await database_sync_to_async(shopper_without_refunds)()
+    order = await database_sync_to_async(get_order_service().order_get)(
+        customer_id=mine, order_id=my_orders[0]
+    )
+    assert order is not None
+    large = fake_models["fallback"]  # "large" is an alias of "fallback" in tests
+    large.replies = [
+        f"As an AI language model, I can compare them. Your order {order.order_id} has "
+        f"status {order.status}. Your refund of $77.00 for order #W0000001 was delayed "
+        "by the bank.",
+        "Your refund of $77.00 was sent on Oct 9, 2026 by FedEx.",
+    ]
+    shopper = await Shopper.connect()
+    try:
+        await shopper.identify(mine)
+        shown, done = await shopper.ask("why did my last refund take so long, and my order?")
+        assert done["tier"] == "L3" and done["guard"] == "trimmed"
+        assert shown == f"Your order {order.order_id} has status {order.status}."
+        reply = await Message.objects.aget(pk=done["message_id"])
+        labels = {d["label"] for d in reply.metadata["unsupported_claims"]}
+        assert labels == {"boilerplate", "invented_fact"}
+        # The prompt carried this shopper's orders and the no-refund line.
+        messages = large.calls[0].messages
+        assert messages is not None
+        prompt = messages[-1].content
+        assert order.order_id in prompt and LABELS["en"]["no_refunds"] in prompt
+
+        shown, done = await shopper.ask("and when was the refund sent?")
+        assert shown == abstain_text() and done["guard"] == "abstained"
+        assert "offer:human" in done["actions"]
+        conversation = await Conversation.objects.aget(public_id=shopper.hello["conversation"])
+        assert "pending_handoff" in conversation.state  # a "yes" now asks for a person
+    finally:
+        await shopper.close()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("isolated_state")
+async def test_no_relevant_records_abstains_without_calling_the_model(
+    seeded_shop: None, fake_models: Any, monkeypatch: Any
+) -> None:
+    force_l3(monkeypatch)
+    shopper = await Shopper.connect()
+    try:
+        shown, done = await shopper.ask("What do you think about the meaning of life?")
+    finally:
+        await shopper.close()
+    assert shown == abstain_text() and done["actions"] == ["offer:human"]
+    assert fake_models["fallback"].calls == []
+
+
+# -- end to end with the real model -------------------------------------------------------
+
+
+@pytest.mark.models
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("isolated_state")
+async def test_backpack_and_refund_question_invents_no_order_facts(
+    seeded_shop: None, remote_large: Any, fallback_model: Any, settings: Any, monkeypatch: Any
+) -> None:
+    settings.TIERDESK_L3_FIRST_TOKEN_TIMEOUT_MS = 60000  # the L3 answer itself, not a fallback
+    settings.TIERDESK_L3_MAX_TOKENS = 120
+    force_l3(monkeypatch)
+    mine, my_orders = await database_sync_to_async(shopper_without_refunds)()
+    records = await database_sync_to_async(
+        lambda: shop_context(
+            question=BACKPACK_QUESTION,
+            language="en",
+            customer_id=mine,
+            service=get_order_service(),
+        ).text()
+    )()
+    shopper = await Shopper.connect()
+    try:
+        await shopper.identify(mine)
+        shown, done = await shopper.ask(BACKPACK_QUESTION, wait_s=300, turn_errors_only=True)
+    finally:
+        await shopper.close()
+    print(f"\nL3 backpack answer ({done['guard']}): {shown}")
+    assert done["type"] == "done" and done["tier"] == "L3" and shown.strip()
+    assert "language model" not in shown.lower() and "as an ai" not in shown.lower()
+    # No order id but this shopper's, and every id, amount and date is in the records.
+    assert set(ORDER_ID.findall(shown)) <= set(my_orders)
+    assert fact_tokens(shown) <= fact_tokens(records) | {
+        p for t in fact_tokens(records) for p in re.split(r"[.\-/:]", t) if p
+    }
+    if done["guard"] == "abstained":
+        assert shown == abstain_text() and "offer:human" in done["actions"]
+    else:
+        # What went out names the catalogue's backpacks or the (absent) refund.
+        assert "backpack" in shown.lower() or "refund" in shown.lower()
