@@ -19,7 +19,7 @@ from routing import types as rt
 from .answerers.base import AnswerPlan, TurnContext, say
 from .handoff import H, handoff_availability
 
-HANDOFF_INTENT = "handoff"
+HANDOFF_INTENT = rt.HANDOFF
 # turn_plan puts the conversation's handoff status here for the turn (and takes it out).
 STATUS_KEY = "handoff_status"
 OFFER_TTL_S = 600

@@ -21,6 +21,9 @@ GREETING = "greeting"  # small talk: hello / thanks / bye, answered from a templ
 KNOWLEDGE_QUESTION = "knowledge_question"  # L2
 COMPLEX_QUESTION = "complex_question"  # L3
 OUT_OF_SCOPE = "out_of_scope"  # clarify
+# The shopper asks for a person (human handoff, docs/desk.md): the rule
+# "handoff-request" only, no classifier examples.
+HANDOFF = "handoff"
 
 L1_INTENTS = (
     ORDER_STATUS,

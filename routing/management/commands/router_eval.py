@@ -12,9 +12,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from routing.classifier import classifier_samples, classifier_train
 from routing.eval.evaluate import (
+    HANDOFF_DEV_FILE,
     HELDOUT_FILE,
     TRAIN_FILE,
     evaluate,
+    handoff_evaluate,
+    handoff_load,
     labelled_load,
     leaks,
     report_format,
@@ -41,7 +44,12 @@ class Command(BaseCommand):
         items = labelled_load(HELDOUT_FILE if options["split"] == "heldout" else TRAIN_FILE)
         samples = classifier_samples()
         if options["split"] == "heldout":
-            leaked = leaks(heldout=items, training_texts=[text for text, _ in samples])
+            handoff_items = handoff_load()
+            handoff_dev = handoff_load(HANDOFF_DEV_FILE)
+            leaked = leaks(
+                heldout=[*items, *handoff_items, *handoff_dev],
+                training_texts=[text for text, _ in samples],
+            )
             if leaked:
                 raise CommandError(
                     f"{len(leaked)} held-out messages are training utterances (delete them "
@@ -70,6 +78,29 @@ class Command(BaseCommand):
                 f"  [{error['language']}] {error['text']!r}: expected {error['expected']}, "
                 f"got {error['got']} ({error['reason']}, {error['confidence']})\n"
             )
+        if options["split"] == "heldout":
+            for key, name, handoff_set in (
+                ("handoff", "handoff.tsv, held out", handoff_items),
+                ("handoff_dev", "handoff_dev.tsv, the rule was revised on it", handoff_dev),
+            ):
+                handoff = handoff_evaluate(items=handoff_set, snapshot=snapshot)
+                result[key] = handoff
+                self.stdout.write(_handoff_line(name, handoff))
+                for error in handoff["errors"][: options["errors"]]:
+                    self.stdout.write(
+                        f"  [{error['language']}] {error['text']!r}: expected "
+                        f"{error['expected']}, got {error['got']} ({error['reason']})\n"
+                    )
         if options["json"]:
             options["json"].parent.mkdir(parents=True, exist_ok=True)
             options["json"].write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+
+
+def _handoff_line(name: str, handoff: dict[str, Any]) -> str:
+    verdicts = ", ".join(f"{k}={'PASS' if v else 'MISS'}" for k, v in handoff["verdicts"].items())
+    return (
+        f"handoff ({name}): {handoff['requests_en']} EN + {handoff['requests_zh']} ZH "
+        f"requests, {handoff['near_misses']} near-misses: accuracy={handoff['accuracy']} "
+        f"recall_en={handoff['recall_en']} recall_zh={handoff['recall_zh']} "
+        f"false_handoffs={handoff['false_handoff_rate']}\ntargets: {verdicts}\n"
+    )
