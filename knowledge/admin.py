@@ -246,6 +246,14 @@ def _diff(old: str, new: str) -> str:
     return " ".join(out)
 
 
+# How each claim of a card's answer fared in the entailment check, in a reviewer's words.
+CLAIM_LABELS = {
+    "entailed": ("#1a7f37", "✓ said by the section:"),
+    "contradicted": ("#cf222e", "✗ contradicts the section:"),
+    "neutral": ("#9a6700", "? not in the section:"),
+}
+
+
 @admin.register(AnswerCard)
 class AnswerCardAdmin(admin.ModelAdmin):
     """The review queue: drafts and cards whose article changed first."""
@@ -277,26 +285,34 @@ class AnswerCardAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["document", "heading", "status", "section"]}),
         ("The card", {"fields": ["questions_text", "answer", "check_result"]}),
-        ("Since the last review", {"fields": ["changes"]}),
         (
             "History",
             {"fields": ["drafted_by", "reviewed_by", "reviewed_at"], "classes": ["collapse"]},
         ),
     ]
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[AnswerCard]:
-        order = Case(
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets = list(super().get_fieldsets(request, obj))
+        # A card sent back to review shows what changed first: that is what the
+        # reviewer has to judge, before reading the redrafted answer.
+        if (
+            obj is not None
+            and obj.previous_section_text
+            and obj.status != AnswerCard.Status.APPROVED
+        ):
+            fieldsets.insert(1, ("What changed in the article", {"fields": ["changes"]}))
+        return fieldsets
+
+    def get_ordering(self, request: HttpRequest) -> list[Any]:
+        # The review queue: cards whose article changed, then drafts, then the rest.
+        # Set here, not on the queryset: the change list re-orders by this (default -pk).
+        queue = Case(
             When(status=AnswerCard.Status.STALE, then=Value(0)),
             When(status=AnswerCard.Status.DRAFT, then=Value(1)),
             default=Value(2),
             output_field=IntegerField(),
         )
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(review_order=order)
-            .order_by("review_order", "document__title", "anchor")
-        )
+        return [queue.asc(), "document__title", "anchor"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # cards come from articles: edit the article to add a section
@@ -331,24 +347,31 @@ class AnswerCardAdmin(admin.ModelAdmin):
             '<div style="max-width:60em;white-space:pre-wrap">{}</div>', obj.section_text
         )
 
-    @admin.display(description="entailment check")
+    @admin.display(description="backed by the section?")
     def check_result(self, obj: AnswerCard) -> str:
         claims = obj.verdict.get("claims", [])
         if not claims:
             return "-"
         rows = format_html_join(
             "",
-            "<li><b>{}</b>: {} <i>{}</i></li>",
-            ((c.get("label", ""), c.get("text", ""), c.get("reason", "")) for c in claims),
+            '<li><b style="color:{}">{}</b> {} <i class="card-why">{}</i></li>',
+            (
+                (
+                    *CLAIM_LABELS.get(c.get("label", ""), ("#000", c.get("label", ""))),
+                    c.get("text", ""),
+                    c.get("reason", ""),
+                )
+                for c in claims
+            ),
         )
-        return format_html("<ul>{}</ul>", rows)
+        return format_html('<ul class="card-claims">{}</ul>', rows)
 
-    @admin.display(description="what changed")
+    @admin.display(description="section, old → new")
     def changes(self, obj: AnswerCard) -> str:
         if not obj.previous_section_text:
             return "-"
         return format_html(
-            "<p><b>Section:</b> {}</p><p><b>Previous answer:</b> {}</p>",
+            '<div class="card-diff">{}</div><p><b>Answer before:</b> {}</p>',
             # _diff escapes every word it emits.
             mark_safe(_diff(obj.previous_section_text, obj.section_text)),
             obj.previous_answer,
@@ -360,7 +383,7 @@ class AnswerCardAdmin(admin.ModelAdmin):
             messages.warning(
                 request,
                 "Saved, but the answer says something its section doesn't, so it can't be "
-                "approved until it does: see the entailment check.",
+                'approved until it does: see "backed by the section?".',
             )
 
     def _review(
