@@ -59,6 +59,11 @@ def handoff_continue(ctx: TurnContext, *, yes: bool, no: bool) -> AnswerPlan | N
     pending = ctx.state.pop("pending_handoff", None)
     if not pending or time.time() - float(pending.get("at", 0)) > OFFER_TTL_S:
         return None
+    if ctx.state.get("pending_offer"):
+        # Offered both the large tier and a person (L2 found nothing): a bare "yes"
+        # keeps its meaning from before the handoff existed, the large tier. Asking for
+        # a person still works through the handoff rule.
+        return None
     if yes:
         availability = handoff_availability()
         if not availability.available:

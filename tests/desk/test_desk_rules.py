@@ -318,3 +318,34 @@ def test_canned_replies_and_approved_answers_for_the_reply_box(seeded_shop: None
     assert [c["answer"] for c in results["cards"]] == [
         "Yes, the Trail boots are waterproof to 10 cm."
     ]
+
+
+def test_yes_after_both_offers_keeps_meaning_the_large_tier(seeded_shop: None) -> None:
+    """L2 offers the large tier and a person at once: a bare "yes" goes to L3 as before
+    the handoff existed; a "yes" to a person alone queues."""
+    import time as _time
+
+    from chatbot.answerers.base import TurnContext
+    from chatbot.handoff_dialogue import handoff_continue
+
+    agent = user_make("olive")
+    presence_connect(user_id=agent.pk)
+    now = _time.time()
+    both = TurnContext(
+        text="yes",
+        language="en",
+        state={"pending_handoff": {"at": now}, "pending_offer": {"question": "q", "at": now}},
+        customer_id="",
+        history=[],
+    )
+    assert handoff_continue(both, yes=True, no=False) is None
+    assert "pending_handoff" not in both.state
+    alone = TurnContext(
+        text="yes",
+        language="en",
+        state={"pending_handoff": {"at": now}},
+        customer_id="",
+        history=[],
+    )
+    plan = handoff_continue(alone, yes=True, no=False)
+    assert plan is not None and plan.actions == ["handoff:queue"]
