@@ -8,11 +8,15 @@ class DeskConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from chatbot.privacy import shopper_data_register
         from releases.prom import REGISTRY
 
         from .permissions import agents_group_ensure
+        from .privacy import DESK_DATA
         from .prom import COLLECTOR
 
+        # Tickets hold a shopper's email and question: exported and erased with the rest.
+        shopper_data_register(DESK_DATA)
         post_migrate.connect(agents_group_ensure, sender=self)
         # The handoff figures at /metrics, next to the release figures.
         if COLLECTOR not in REGISTRY._collector_to_names:

@@ -349,3 +349,17 @@ def test_yes_after_both_offers_keeps_meaning_the_large_tier(seeded_shop: None) -
     )
     plan = handoff_continue(alone, yes=True, no=False)
     assert plan is not None and plan.actions == ["handoff:queue"]
+
+
+def test_a_shoppers_tickets_are_exported_and_erased_with_their_data(db: None) -> None:
+    from chatbot.privacy import shopper_erase, shopper_export
+
+    conversation = Conversation.objects.create(customer_id="jane_1")
+    Ticket.objects.create(conversation=conversation, email="jane@x.example", question="wet box")
+    Ticket.objects.create(email="Jane@X.example", question="by email only")
+    Ticket.objects.create(email="other@x.example", question="someone else")
+    exported = shopper_export(customer_id="jane_1", emails=["jane@x.example"])
+    assert sorted(r["question"] for r in exported["desk"]) == ["by email only", "wet box"]
+    counts = shopper_erase(customer_id="jane_1", emails=["jane@x.example"])
+    assert counts["desk"] == 2
+    assert list(Ticket.objects.values_list("question", flat=True)) == ["someone else"]
