@@ -12,7 +12,7 @@ def conversation_history(*, conversation_id: int, limit: int) -> list[dict[str, 
     rows = list(
         Message.objects.filter(conversation_id=conversation_id)
         .order_by("-created_at", "-id")
-        .values("id", "role", "text", "status", "tier", "intent", "created_at")[:limit]
+        .values("id", "role", "text", "status", "tier", "intent", "created_at", "metadata")[:limit]
     )
     rows.reverse()
     thumbs, _score = conversation_ratings(conversation_id=conversation_id)
@@ -27,6 +27,10 @@ def conversation_history(*, conversation_id: int, limit: int) -> list[dict[str, 
             "created": row["created_at"].isoformat(),
             # The shopper's thumbs on this reply ("up"/"down"), so the widget redraws it.
             "rating": thumbs.get(row["id"]),
+            # What the done frame carried, so a reload redraws the reply's Sources and
+            # (on the last reply) the Yes/No of a pending confirmation.
+            "citations": (row["metadata"] or {}).get("citations") or [],
+            "actions": (row["metadata"] or {}).get("actions") or [],
         }
         for row in rows
     ]

@@ -12,16 +12,17 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from chatbot import wsroutes  # noqa: E402
+from config.origin import allowed_hosts_origin_validator  # noqa: E402
 from desk import wsroutes as desk_wsroutes  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
+        # A refused origin is closed with 4403, which the browser can see (config/origin.py).
+        "websocket": allowed_hosts_origin_validator(
             AuthMiddlewareStack(
                 URLRouter([*wsroutes.websocket_urlpatterns, *desk_wsroutes.websocket_urlpatterns])
             )

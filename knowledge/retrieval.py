@@ -111,6 +111,7 @@ class Passage:
             "chunk_id": self.chunk_id,
             "title": self.title,
             "anchor": self.anchor,
+            "heading": self.heading.split(" > ")[-1] if self.heading else self.title,
             "snippet": snippet,
             "score": round(self.score, 4),
         }

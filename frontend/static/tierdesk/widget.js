@@ -6,7 +6,7 @@
  *
  * Client side of docs/protocol.md. docs/widget.md lists the attributes, what is kept
  * in localStorage and the accessibility notes. Test hooks: the host's data-state
- * (idle|connecting|open|reconnecting), data-tier/data-status/data-chunks on bot bubbles.
+ * (idle|connecting|open|reconnecting|refused), data-tier/data-status/data-chunks on bot bubbles.
  *
  * The file is plain ASCII (other text as \u escapes) so it works whatever charset a
  * shop serves it with.
@@ -120,6 +120,7 @@
       log: "Conversation",
       connecting: "Connecting\u2026",
       reconnecting: "Reconnecting\u2026",
+      refused: "Chat isn't available on this page.",
       cutOff: "reply was cut off",
       failed: "reply failed",
       notSent: "sending\u2026",
@@ -169,6 +170,7 @@
       log: "\u5bf9\u8bdd\u8bb0\u5f55",
       connecting: "\u6b63\u5728\u8fde\u63a5\u2026",
       reconnecting: "\u6b63\u5728\u91cd\u65b0\u8fde\u63a5\u2026",
+      refused: "\u6b64\u9875\u9762\u65e0\u6cd5\u4f7f\u7528\u5728\u7ebf\u5ba2\u670d\u3002",
       cutOff: "\u56de\u590d\u88ab\u4e2d\u65ad",
       failed: "\u56de\u590d\u5931\u8d25",
       notSent: "\u53d1\u9001\u4e2d\u2026",
@@ -217,6 +219,8 @@
   const BACKOFF_MAX_MS = 15000;
   const PING_EVERY_MS = 25000;
   const PONG_TIMEOUT_MS = 10000;
+  // The server refused this page: a foreign origin (config/origin.py) or no bot check.
+  const CLOSE_REFUSED = 4403;
 
   const el = (tag, attrs = {}, text) => {
     const node = document.createElement(tag);
@@ -290,7 +294,7 @@
       botcheck.listen();
       botcheck.load();
       this._setState(this._ws ? this._state : "idle");
-      this._onOnline = () => this._ws || this._state === "idle" || this._reconnectNow();
+      this._onOnline = () => this._ws || ["idle", "refused"].includes(this._state) || this._reconnectNow();
       window.addEventListener("online", this._onOnline);
       let wasOpen = false;
       try {
@@ -344,7 +348,7 @@
       if (!this._built || oldValue === value) return;
       if (name === "lang") this._label();
       else if (name === "token" && value && this._helloSeen) this._send({ type: "identify", token: value });
-      else if (name === "endpoint" && this._ws) this._reconnectNow();
+      else if (name === "endpoint" && (this._ws || this._state === "refused")) this._reconnectNow();
     }
 
     // --- public API -------------------------------------------------------------------
@@ -555,7 +559,9 @@
       for (const c of citations) {
         const item = el("li", { "data-anchor": String(c.anchor ?? "") });
         item.append(el("span", { class: "source-title" }, String(c.title ?? "")));
-        if (c.anchor) item.append(el("span", { class: "source-anchor" }, ` \u00a7 ${c.anchor}`));
+        // The section's heading as written; the slug only from servers that don't send it.
+        const section = c.heading || c.anchor;
+        if (section && section !== c.title) item.append(el("span", { class: "source-anchor" }, ` \u00a7 ${section}`));
         if (c.snippet) item.append(el("blockquote", {}, String(c.snippet)));
         list.append(item);
       }
@@ -631,9 +637,14 @@
         if (m.status === "incomplete" || m.status === "streaming") this._note(b, this._t.cutOff);
         else if (m.status === "error") this._note(b, this._t.failed);
         this._badge(b, m);
+        this._sources(b, m.citations);
         if (m.status === "complete") this._thumbs(b, m.rating);
         this._log.append(b);
       }
+      // A confirmation the last reply asked for is still pending: its Yes/No come back.
+      const last = history[history.length - 1];
+      if (last && last.role === "bot" && last.status === "complete" && this._asks(last.actions) && !this._pending.size)
+        this._confirmButtons();
       // Messages not acked yet follow the stored ones; they are re-sent after hello.
       for (const p of this._pending.values()) this._log.append(p.node);
       this._stick = true;
@@ -671,8 +682,7 @@
 
     _showStatus() {
       const t = this._t;
-      const text =
-        this._state === "connecting" ? t.connecting : this._state === "reconnecting" ? t.reconnecting : "";
+      const text = { connecting: t.connecting, reconnecting: t.reconnecting, refused: t.refused }[this._state] || "";
       this._status.textContent = text;
       this._status.hidden = !text;
     }
@@ -703,10 +713,12 @@
         }
         if (frame && typeof frame === "object") this._onFrame(frame);
       };
-      ws.onclose = () => {
+      ws.onclose = (ev) => {
         if (ws !== this._ws) return;
         this._ws = null;
         this._stopPing();
+        // Refused (docs/protocol.md, close codes): retrying can't help, so say why once.
+        if (ev.code === CLOSE_REFUSED) return this._refused();
         this._scheduleReconnect();
       };
       ws.onerror = () => {
@@ -732,6 +744,17 @@
       this._attempt = 0;
       this._setState("reconnecting");
       this._connect();
+    }
+
+    _refused() {
+      clearTimeout(this._retryTimer);
+      this._retryTimer = null;
+      this._setState("refused");
+      const why =
+        this._lastError === "bot_check_required"
+          ? "it sent no bot-check fingerprint (the bot-check module did not load; docs/botcheck.md)"
+          : `this page's origin (${location.origin}) is not in the server's DJANGO_ALLOWED_HOSTS (docs/widget.md)`;
+      console.error(`tierdesk-chat: ${this._endpoint()} refused the connection (close code ${CLOSE_REFUSED}): ${why}. Not retrying.`);
     }
 
     _scheduleReconnect() {
@@ -776,6 +799,7 @@
         case "ack":
           return this._onAck(f);
         case "error":
+          this._lastError = f.code;
           this._onBotError(f);
           return this._enqueue(f);
         case "chunk":
@@ -1006,8 +1030,7 @@
           this._badge(b, op);
           this._sources(b, op.citations);
           if ((op.status || "complete") === "complete") this._thumbs(b, null);
-          if (Array.isArray(op.actions) && (op.actions.includes("confirm") || op.actions.includes("offer:human")))
-            this._confirmButtons();
+          if (this._asks(op.actions)) this._confirmButtons();
           if (!this.isOpen) this._launcher.classList.add("unread");
           this._scrollToEnd();
           this.dispatchEvent(new CustomEvent("tierdesk:reply", { detail: op }));
@@ -1149,6 +1172,11 @@
 
     _clearActions() {
       this._log.querySelectorAll(".actions").forEach((n) => n.remove());
+    }
+
+    // A reply that waits for a yes or no (docs/protocol.md, "actions").
+    _asks(actions) {
+      return Array.isArray(actions) && (actions.includes("confirm") || actions.includes("offer:human"));
     }
 
     _confirmButtons() {
