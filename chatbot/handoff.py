@@ -216,6 +216,28 @@ def queue_info(*, conversation_id: int) -> QueueInfo | None:
     return QueueInfo(position=position, wait_s=round(wait))
 
 
+def queue_frames() -> list[tuple[int, dict[str, Any]]]:
+    """(conversation id, its ``handoff`` frame) for every queued conversation, oldest
+    first: places move up as others are claimed, and the waiting widgets are told."""
+    ids = list(
+        Conversation.objects.filter(handoff=H.QUEUED)
+        .order_by("handoff_queued_at", "pk")
+        .values_list("pk", flat=True)
+    )
+    if not ids:
+        return []
+    agents, handle = max(1, agents_online()), handle_time_s()
+    return [
+        (pk, QueueInfo(position=n, wait_s=round(math.ceil(n / agents) * handle)).frame())
+        for n, pk in enumerate(ids, 1)
+    ]
+
+
+async def queue_broadcast() -> None:
+    for conversation_id, frame in await database_sync_to_async(queue_frames)():
+        await group_frame(shopper_group(conversation_id), frame)
+
+
 def handoff_queue(*, conversation_id: int) -> QueueInfo | None:
     """Put the conversation in the queue (a no-op if a person has it already)."""
     now = timezone.now()

@@ -35,6 +35,7 @@ from chatbot.handoff import (
     presence_connect,
     presence_disconnect,
     presence_set,
+    queue_broadcast,
     shopper_group,
 )
 
@@ -112,6 +113,7 @@ class DeskConsumer(AsyncWebsocketConsumer):
         # Any open desk puts the conversations of agents gone too long back in the queue.
         if await database_sync_to_async(services.requeue_abandoned)():
             await desk_changed()
+            await queue_broadcast()
         await self._send({"type": "pong", "ts": frame.get("ts")})
 
     async def _on_presence(self, frame: dict[str, Any]) -> None:
@@ -141,6 +143,7 @@ class DeskConsumer(AsyncWebsocketConsumer):
                 {"type": "handoff", "status": "claimed", "agent": self.name},
             )
             await self._on_open(frame)
+            await queue_broadcast()  # everyone behind it moves up
         await desk_changed()
 
     async def _on_send(self, frame: dict[str, Any]) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from asgiref.sync import async_to_sync
 from celery import shared_task
 
-from chatbot.handoff import desk_group, group_frame_sync
+from chatbot.handoff import desk_group, group_frame_sync, queue_broadcast
 
 from .services import requeue_abandoned
 
@@ -14,4 +15,5 @@ def requeue_abandoned_task() -> int:
     ids = requeue_abandoned()
     if ids:
         group_frame_sync(desk_group(), {"type": "queue_changed"})
+        async_to_sync(queue_broadcast)()
     return len(ids)

@@ -184,3 +184,25 @@ async def test_agent_typing_burst_is_relayed_in_order(seeded_shop: None, fake_mo
         assert texts == [f"line {i}" for i in range(10)]
         await asyncio.sleep(0)
         await shopper.disconnect()
+
+
+async def test_waiting_shoppers_move_up_when_the_one_ahead_is_claimed(
+    seeded_shop: None, fake_models: Any
+) -> None:
+    agent = await database_sync_to_async(user_make)("mo")
+    async with desk_open(agent) as desk:
+        first, _ = await connect()
+        second, _ = await connect()
+        await ask(first, "human please", "f1")
+        await ask(first, "yes", "f2")
+        await ask(second, "human please", "s1")
+        queued = [f for f in await ask(second, "yes", "s2") if f["type"] == "handoff"]
+        assert queued[0]["position"] == 2
+        ahead = await Conversation.objects.filter(handoff="queued").order_by("pk").afirst()
+        assert ahead is not None
+        await desk.send_json_to({"type": "claim", "conversation": ahead.pk})
+        assert (await frame_of(desk, "result", action="claim"))["ok"]
+        moved = await frame_of(second, "handoff")
+        assert moved["status"] == "queued" and moved["position"] == 1
+        await first.disconnect()
+        await second.disconnect()
