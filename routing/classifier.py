@@ -129,12 +129,22 @@ def classifier_samples_hash(samples: Sequence[tuple[str, str]]) -> str:
     return digest.hexdigest()
 
 
-def classifier_train(*, samples: Sequence[tuple[str, str]] | None = None) -> TrainedClassifier:
+def classifier_train(
+    *,
+    samples: Sequence[tuple[str, str]] | None = None,
+    progress: Callable[[str, float], None] | None = None,
+) -> TrainedClassifier:
     """Train on ``samples`` (text, intent), by default every enabled intent's utterances.
 
+    ``progress(stage, share)`` is told how far training got (the admin shows it).
     Raises ValueError when fewer than two intents have examples: there is nothing
     to decide between.
     """
+
+    def report(stage: str, share: float) -> None:
+        if progress is not None:
+            progress(stage, share)
+
     if samples is None:
         samples = classifier_samples()
     intents = sorted({intent for _, intent in samples})
@@ -170,6 +180,7 @@ def classifier_train(*, samples: Sequence[tuple[str, str]] | None = None) -> Tra
             ),
         ]
     )
+    report(f"TF-IDF features of {len(samples)} examples", 0.1)
     x = vectorizer.fit_transform([features_text(text_normalise(text)) for text, _ in samples])
     index = {name: i for i, name in enumerate(intents)}
     y = np.array([index[intent] for _, intent in samples])
@@ -177,7 +188,9 @@ def classifier_train(*, samples: Sequence[tuple[str, str]] | None = None) -> Tra
     # newton-cg: same optimum as the default lbfgs, ~5x faster on this weakly
     # regularised problem (1.3 s vs 7 s for ~1100 utterances on 2 cores).
     model = LogisticRegression(C=_C, max_iter=3000, class_weight="balanced", solver="newton-cg")
+    report(f"fitting {len(intents)} intents", 0.3)
     model.fit(x, y)
+    report("storing", 0.9)
     return TrainedClassifier(
         intents=tuple(intents),
         vectorizer=vectorizer,

@@ -234,6 +234,39 @@ class ClassifierModel(models.Model):
         return f"classifier for router v{self.router_version} ({self.sample_count} examples)"
 
 
+class RetrainRun(models.Model):
+    """One retraining of the classifier, for one router version: queued when an edit
+    commits, then updated by the ``routing.router_retrain`` task as it goes, so the
+    admin can show progress (a row in the database, because the worker is another
+    process and may not share a cache with the web process). Not versioned."""
+
+    QUEUED, TRAINING, DONE, UNCHANGED, SUPERSEDED, FAILED = (
+        "queued",
+        "training",
+        "done",
+        "unchanged",
+        "superseded",
+        "failed",
+    )
+    STATUS_CHOICES = [(s, s) for s in (QUEUED, TRAINING, DONE, UNCHANGED, SUPERSEDED, FAILED)]
+    FINISHED = (DONE, UNCHANGED, SUPERSEDED, FAILED)
+
+    router_version = models.PositiveBigIntegerField(unique=True)
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=QUEUED)
+    stage = models.CharField(max_length=200, blank=True)
+    progress = models.FloatField(default=0.0, help_text="0 to 1")
+    queued_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-router_version"]
+
+    def __str__(self) -> str:
+        return f"retrain v{self.router_version}: {self.status}"
+
+
 def _regex_validate(pattern: str, *, field: str) -> None:
     try:
         re.compile(pattern, re.IGNORECASE)
@@ -265,6 +298,7 @@ __all__ = [
     "ClassifierModel",
     "Intent",
     "ReplyTemplate",
+    "RetrainRun",
     "RouterVersion",
     "Rule",
     "SlotPattern",

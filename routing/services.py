@@ -8,13 +8,15 @@ import socket
 import time
 from typing import Any
 
+from django.utils import timezone
+
 from routing.classifier import (
     classifier_samples,
     classifier_samples_hash,
     classifier_store,
     classifier_train,
 )
-from routing.models import ClassifierModel
+from routing.models import ClassifierModel, RetrainRun
 from routing.versioning import router_version_get
 
 logger = logging.getLogger(__name__)
@@ -23,27 +25,76 @@ logger = logging.getLogger(__name__)
 KEEP_MODELS = 5
 
 
+def retrain_run_record(version: int, **fields: Any) -> None:
+    """Create or update the progress row of ``version``'s retraining (shown in admin).
+    Progress is only shown, so a failure to record it never stops the training."""
+    try:
+        RetrainRun.objects.update_or_create(router_version=version, defaults=fields)
+    except Exception:
+        logger.exception("could not record retrain progress for v%s", version)
+
+
 def router_model_train(*, version: int, trained_by: str = "") -> dict[str, Any]:
     """Train and store the classifier for the router data of ``version``.
 
     Idempotent: a task for a version that is no longer current does nothing (the
     newer version's task follows), and data that already has a stored model (a rule
-    edit, a duplicate message, a redelivery) is not trained again.
+    edit, a duplicate message, a redelivery) is not trained again. Its progress is
+    recorded in ``RetrainRun`` for the admin.
     """
     current = router_version_get()
     if current.version > version:
+        retrain_run_record(
+            version,
+            status=RetrainRun.SUPERSEDED,
+            stage=f"v{current.version} is current",
+            finished_at=timezone.now(),
+        )
         return {"outcome": "superseded", "version": version, "current": current.version}
     started = time.perf_counter()
+    retrain_run_record(
+        current.version,
+        status=RetrainRun.TRAINING,
+        stage="reading the examples",
+        progress=0.0,
+        started_at=timezone.now(),
+    )
     samples = classifier_samples()
     data_hash = classifier_samples_hash(samples)
     existing = ClassifierModel.objects.filter(data_hash=data_hash).first()
     if existing is not None:
         if existing.router_version < current.version:
             ClassifierModel.objects.filter(pk=existing.pk).update(router_version=current.version)
+        retrain_run_record(
+            current.version,
+            status=RetrainRun.UNCHANGED,
+            stage="same examples as a stored model",
+            progress=1.0,
+            finished_at=timezone.now(),
+        )
         return {"outcome": "unchanged", "version": current.version, "model_id": existing.pk}
     if len({intent for _, intent in samples}) < 2:
+        retrain_run_record(
+            current.version,
+            status=RetrainRun.FAILED,
+            stage="examples for fewer than two intents",
+            finished_at=timezone.now(),
+        )
         return {"outcome": "too_little_data", "version": current.version}
-    classifier = classifier_train(samples=samples)
+
+    def progress(stage: str, share: float) -> None:
+        retrain_run_record(current.version, stage=stage, progress=round(share, 3))
+
+    try:
+        classifier = classifier_train(samples=samples, progress=progress)
+    except Exception as exc:
+        retrain_run_record(
+            current.version,
+            status=RetrainRun.FAILED,
+            stage=f"{type(exc).__name__}: {exc}"[:200],
+            finished_at=timezone.now(),
+        )
+        raise
     row = classifier_store(
         classifier=classifier,
         router_version=current.version,
@@ -60,7 +111,7 @@ def router_model_train(*, version: int, trained_by: str = "") -> dict[str, Any]:
         classifier.train_seconds,
         row.size_bytes,
     )
-    return {
+    result = {
         "outcome": "trained",
         "version": current.version,
         "model_id": row.pk,
@@ -68,3 +119,12 @@ def router_model_train(*, version: int, trained_by: str = "") -> dict[str, Any]:
         "train_seconds": round(classifier.train_seconds, 3),
         "total_seconds": round(time.perf_counter() - started, 3),
     }
+    retrain_run_record(
+        current.version,
+        status=RetrainRun.DONE,
+        stage=f"trained on {classifier.sample_count} examples",
+        progress=1.0,
+        finished_at=timezone.now(),
+        result=result,
+    )
+    return result

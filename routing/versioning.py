@@ -99,6 +99,13 @@ def router_retrain_enqueue(*, version: int) -> None:
     if not settings.TIERDESK_ROUTER_RETRAIN_ASYNC:
         return
     try:
+        # Shown in admin as "queued" until the worker picks the task up.
+        from routing.models import RetrainRun
+
+        RetrainRun.objects.get_or_create(router_version=version)
+    except Exception:
+        logger.exception("could not record the queued retrain for v%s", version)
+    try:
         task_enqueue("routing.router_retrain", args=[version])
     except Exception:
         logger.exception("could not enqueue router_retrain for v%s", version)
