@@ -1,10 +1,16 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Substr
 from django.http import HttpRequest, HttpResponse
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from routing.admin_base import ReadOnlyAdmin
 
@@ -12,63 +18,98 @@ from .budgets import session_budget
 from .models import BotCheck, Conversation, Feedback, Message
 from .privacy import shopper_erase, shopper_export
 
+# How long a list's message preview is (characters).
+PREVIEW_CHARS = 80
+THUMBS = {1: "\U0001f44d", 0: "\U0001f44e"}  # Feedback.value of a thumb: 1 up, 0 down
 
-class MessageInline(admin.TabularInline):
-    model = Message
-    extra = 0
-    can_delete = False
-    fields = (
-        "created_at",
-        "role",
-        "text",
-        "status",
-        "tier",
-        "intent",
-        "confidence",
-        "route_why",
-        "model",
-        "first_chunk_ms",
-        "prompt_tokens",
-        "completion_tokens",
-        "metadata",
+
+def thumb_text(value: int) -> str:
+    return f"{THUMBS.get(value, '?')} {_('up') if value == 1 else _('down')}"
+
+
+def _route_why(message: Message) -> str:
+    # Which rule fired, or the classifier's top classes (routing/explain.py).
+    from routing.explain import route_reason_text
+
+    return route_reason_text(
+        tier=message.tier,
+        intent=message.intent,
+        confidence=message.confidence,
+        reason=message.route_reason,
     )
-    readonly_fields = fields
-    ordering = ("created_at", "id")
 
-    def has_add_permission(self, request, obj=None):
-        return False
 
-    @admin.display(description="why this tier")
-    def route_why(self, obj: Message) -> str:
-        # Which rule fired, or the classifier's top classes (routing/explain.py).
-        from routing.explain import route_reason_text
-
-        return route_reason_text(
-            tier=obj.tier, intent=obj.intent, confidence=obj.confidence, reason=obj.route_reason
+def transcript_html(conversation: Conversation) -> SafeString:
+    """The conversation as a chat: one bubble per message, its metadata folded."""
+    thumbs = dict(
+        Feedback.objects.filter(conversation=conversation, kind=Feedback.Kind.THUMB).values_list(
+            "message_id", "value"
         )
+    )
+    turns: list[dict[str, Any]] = []
+    for m in conversation.messages.select_related("release").order_by("created_at", "id"):
+        details: list[tuple[str, Any]] = []
+        if m.role != Message.Role.USER or m.tier:
+            details += [
+                (_("why this tier"), _route_why(m) if m.tier else "-"),
+                (_("model"), m.model or "-"),
+            ]
+        if m.role == Message.Role.BOT:
+            details += [
+                (_("first chunk"), f"{m.first_chunk_ms:.0f} ms" if m.first_chunk_ms else "-"),
+                (_("total"), f"{m.total_ms:.0f} ms" if m.total_ms else "-"),
+                (_("tokens"), f"{m.prompt_tokens} + {m.completion_tokens}"),
+                (_("release"), f"{m.variant} ({m.release})" if m.variant else "-"),
+            ]
+        details.append((_("language"), m.language or "-"))
+        note = ""
+        if m.status in (Message.Status.INCOMPLETE, Message.Status.ERROR, Message.Status.STREAMING):
+            note = m.get_status_display()
+        turns.append(
+            {
+                "id": m.pk,
+                "role": m.role,
+                "who": m.get_role_display(),
+                "text": m.text,
+                "created_at": m.created_at,
+                "tier": m.tier if m.role == Message.Role.BOT else "",
+                "intent": m.intent,
+                "status_note": note,
+                "rating": thumb_text(thumbs[m.pk]) if m.pk in thumbs else "",
+                "details": details,
+                "metadata": json.dumps(m.metadata, indent=2, ensure_ascii=False)
+                if m.metadata
+                else "",
+            }
+        )
+    return SafeString(render_to_string("admin/chatbot/transcript.html", {"turns": turns}))
 
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     list_display = (
         "public_id",
+        "preview",
+        "messages_count",
+        "rating",
+        "handoff_flag",
         "customer_id",
-        "identity",
-        "vip",
         "language",
-        "created_at",
         "updated_at",
     )
-    list_filter = ("identity", "vip", "language")
+    list_filter = ("handoff", "identity", "vip", "language")
     search_fields = ("public_id", "customer_id", "messages__text")
     # The session key lets whoever holds it read the conversation: it is never shown,
     # listed or searchable here (tests/chatbot/test_privacy.py).
     readonly_fields = (
+        "transcript",
         "public_id",
         "customer_id",
         "identity",
         "vip",
         "language",
+        "handoff",
+        "handoff_agent",
         "state",
         "client_ip",
         "user_agent",
@@ -76,8 +117,87 @@ class ConversationAdmin(admin.ModelAdmin):
         "updated_at",
         "token_budget",
     )
-    exclude = ("session_key",)
-    inlines = [MessageInline]
+    # The transcript first; what only an engineer needs is folded below it.
+    fieldsets = (
+        (None, {"fields": ("transcript",)}),
+        (
+            gettext_lazy("Shopper"),
+            {"fields": ("public_id", "customer_id", "identity", "vip", "language", "handoff")},
+        ),
+        (
+            gettext_lazy("Technical details"),
+            {
+                "classes": ("collapse",),
+                "fields": (
+                    "handoff_agent",
+                    "state",
+                    "client_ip",
+                    "user_agent",
+                    "created_at",
+                    "updated_at",
+                    "token_budget",
+                ),
+            },
+        ),
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # The list's columns in one query: the last shopper message, the 1-5 score and
+        # the thumbs (no query per row).
+        last_user = Message.objects.filter(
+            conversation=OuterRef("pk"), role=Message.Role.USER
+        ).order_by("-created_at", "-id")
+        score = Feedback.objects.filter(conversation=OuterRef("pk"), kind=Feedback.Kind.SCORE)
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _preview=Subquery(last_user.values(text_head=Substr("text", 1, PREVIEW_CHARS))[:1]),
+                _score=Subquery(score.values("value")[:1]),
+                _messages=Count("messages", distinct=True),
+                _up=Count(
+                    "feedback", filter=Q(feedback__kind="thumb", feedback__value=1), distinct=True
+                ),
+                _down=Count(
+                    "feedback", filter=Q(feedback__kind="thumb", feedback__value=0), distinct=True
+                ),
+            )
+        )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # conversations come from the widget
+
+    @admin.display(description=gettext_lazy("conversation"))
+    def transcript(self, obj: Conversation) -> SafeString:
+        return transcript_html(obj)
+
+    @admin.display(description=gettext_lazy("last shopper message"))
+    def preview(self, obj: Conversation) -> str:
+        text = " ".join((getattr(obj, "_preview", None) or "").split())
+        return text[: PREVIEW_CHARS - 1] + "\u2026" if len(text) >= PREVIEW_CHARS else text or "-"
+
+    @admin.display(description=gettext_lazy("messages"), ordering="_messages")
+    def messages_count(self, obj: Conversation) -> int:
+        return int(getattr(obj, "_messages", 0))
+
+    @admin.display(description=gettext_lazy("rating"), ordering="_score")
+    def rating(self, obj: Conversation) -> str:
+        parts = []
+        score = getattr(obj, "_score", None)
+        if score:
+            parts.append(f"{score}/5")
+        up, down = getattr(obj, "_up", 0), getattr(obj, "_down", 0)
+        if up:
+            parts.append(f"{THUMBS[1]} {up}")
+        if down:
+            parts.append(f"{THUMBS[0]} {down}")
+        return " ".join(parts) or "-"
+
+    @admin.display(description=gettext_lazy("handoff"), boolean=True, ordering="handoff")
+    def handoff_flag(self, obj: Conversation) -> bool:
+        # A person was asked for (queued, claimed or resolved by one).
+        return obj.handoff != Conversation.Handoff.NONE
+
     actions = ["shopper_data_export", "shopper_data_erase"]
 
     @admin.action(description="Export these shoppers' data (JSON)")
@@ -141,9 +261,10 @@ class MessageAdmin(admin.ModelAdmin):
     search_fields = ("text",)
     readonly_fields = [f.name for f in Message._meta.fields]
 
-    @admin.display(description="text")
+    @admin.display(description=gettext_lazy("text"))
     def short_text(self, obj: Message) -> str:
-        return obj.text[:80]
+        text = " ".join(obj.text.split())
+        return text[: PREVIEW_CHARS - 1] + "\u2026" if len(text) >= PREVIEW_CHARS else text
 
 
 @admin.register(Feedback)
@@ -153,8 +274,9 @@ class FeedbackAdmin(ReadOnlyAdmin):
     list_display = (
         "updated_at",
         "kind",
-        "value",
+        "rating",
         "satisfied",
+        "rated_message",
         "tier",
         "intent",
         "variant",
@@ -162,6 +284,19 @@ class FeedbackAdmin(ReadOnlyAdmin):
     )
     list_filter = ("kind", "satisfied", "tier", "variant")
     readonly_fields = [f.name for f in Feedback._meta.fields]
+    list_select_related = ("message",)
+
+    @admin.display(description=gettext_lazy("rating"), ordering="value")
+    def rating(self, obj: Feedback) -> str:
+        # Thumbs are stored 1/0; a score is 1-5.
+        return thumb_text(obj.value) if obj.kind == Feedback.Kind.THUMB else f"{obj.value}/5"
+
+    @admin.display(description=gettext_lazy("rated reply"))
+    def rated_message(self, obj: Feedback) -> str:
+        if obj.message is None:
+            return _("the whole conversation")
+        text = " ".join(obj.message.text.split())
+        return text[: PREVIEW_CHARS - 1] + "\u2026" if len(text) >= PREVIEW_CHARS else text
 
 
 @admin.register(BotCheck)

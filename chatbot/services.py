@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from knowledge.text import language_detect
+from knowledge.text import has_cjk, language_detect
 from releases.assignment import release_assign
 from releases.config import ReleaseConfig
 from releases.metrics import ReplyFacts, reply_record
@@ -77,6 +77,10 @@ def conversation_sweep_interrupted(*, older_than_s: float | None = None) -> int:
         return 0
 
 
+# Latin words from which a message without Chinese counts as English (message_store).
+LANGUAGE_DECISIVE_WORDS = 3
+
+
 def message_store(*, conversation_id: int, client_id: str, text: str) -> tuple[Message, bool]:
     """Store a shopper message before anything else happens; a resend is not stored twice."""
     try:
@@ -89,7 +93,13 @@ def message_store(*, conversation_id: int, client_id: str, text: str) -> tuple[M
                 status=Message.Status.RECEIVED,
                 language=language_detect(text),
             )
-            Conversation.objects.filter(pk=conversation_id).update(updated_at=timezone.now())
+            changes: dict[str, Any] = {"updated_at": timezone.now()}
+            # The conversation's language follows what the shopper writes (the admin,
+            # the server's own messages: docs/i18n.md), from every stored message, a
+            # person's turn included; "ok" or an order number decides nothing.
+            if has_cjk(text) or len(text.split()) >= LANGUAGE_DECISIVE_WORDS:
+                changes["language"] = message.language
+            Conversation.objects.filter(pk=conversation_id).update(**changes)
         return message, True
     except IntegrityError:
         existing = Message.objects.get(conversation_id=conversation_id, client_id=client_id)
@@ -120,8 +130,8 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[AnswerPlan, int
     _release_apply(plan, assignment.config)
     handoff_frame = _handoff_apply(conversation_id, ctx, plan)
     conversation.state = ctx.state
-    conversation.language = plan.language
-    fields = ["state", "language", "updated_at"]
+    # The language is the stored messages' (message_store), not this turn's guess.
+    fields = ["state", "updated_at"]
     if ctx.verified is not None:
         conversation.customer_id = ctx.verified.customer_id
         conversation.vip = conversation.vip or ctx.verified.vip

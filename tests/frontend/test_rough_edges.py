@@ -98,3 +98,103 @@ def test_a_passage_citation_names_its_heading_not_only_the_slug() -> None:
     )
     cited = passage.citation()
     assert cited["heading"] == "Do gift cards expire?" and cited["anchor"] == "do-gift-cards-expire"
+
+
+# -- item 12: the admin's conversation page is a transcript; the lists say more --------
+
+
+def _conversation_with_turns() -> tuple[Conversation, Message]:
+    from django.utils import timezone
+
+    from chatbot.models import Feedback
+    from chatbot.services import message_store
+
+    conv = Conversation.objects.create(customer_id="james_li_5688")
+    ask, _ = message_store(conversation_id=conv.pk, client_id="c1", text="我的订单在哪里？")
+    reply = Message.objects.create(
+        conversation=conv,
+        role="bot",
+        reply_to=ask,
+        text="您的订单 #W2611340 已发货。",
+        status="complete",
+        tier="L1",
+        intent="order_status",
+        model="gemma-3-270m",
+        metadata={"guard": "passed", "route_ms": 1.5},
+    )
+    Feedback.objects.create(
+        conversation=conv,
+        message=reply,
+        kind="thumb",
+        value=1,
+        satisfied=True,
+        minute=timezone.now(),
+    )
+    Conversation.objects.filter(pk=conv.pk).update(handoff=Conversation.Handoff.QUEUED)
+    conv.refresh_from_db()
+    return conv, reply
+
+
+def test_admin_conversation_page_is_a_transcript_with_folded_metadata(admin_client: Any) -> None:
+    conv, reply = _conversation_with_turns()
+    page = admin_client.get(f"/admin/chatbot/conversation/{conv.pk}/change/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    # Bubbles, not the inline table of every field.
+    assert 'class="td-turn user"' in html and 'class="td-turn bot"' in html
+    assert "我的订单在哪里？" in html and "您的订单 #W2611340 已发货。" in html
+    assert "tabular inline-related" not in html and "message_set-0" not in html
+    bot = html[html.index(f'id="message-{reply.pk}"') :]
+    # Metadata folded under the bubble; the thumb shown as a thumb, not 1.
+    assert bot.index("<details>") < bot.index("&quot;route_ms&quot;: 1.5")
+    assert "\U0001f44d" in bot[: bot.index("<details>")]
+
+
+def test_admin_conversation_list_has_preview_rating_and_handoff(admin_client: Any) -> None:
+    conv, _reply = _conversation_with_turns()
+    listing = admin_client.get("/admin/chatbot/conversation/")
+    html = listing.content.decode()
+    row = html[html.index(str(conv.public_id)) :]
+    row = row[: row.index("</tr>")]
+    assert "我的订单在哪里？" in row
+    assert "\U0001f44d 1" in row
+    assert 'alt="True"' in row  # the handoff flag: a person was asked for
+    # Nobody asked for a person: no flag.
+    Conversation.objects.filter(pk=conv.pk).update(handoff=Conversation.Handoff.NONE)
+    html = admin_client.get("/admin/chatbot/conversation/").content.decode()
+    row = html[html.index(str(conv.public_id)) :]
+    assert 'alt="False"' in row[: row.index("</tr>")]
+
+
+def test_admin_feedback_shows_up_and_down(admin_client: Any) -> None:
+    from django.utils import timezone
+
+    from chatbot.models import Feedback
+
+    conv, reply = _conversation_with_turns()
+    Feedback.objects.create(
+        conversation=conv, kind="score", value=4, satisfied=True, minute=timezone.now()
+    )
+    html = admin_client.get("/admin/chatbot/feedback/").content.decode()
+    assert "\U0001f44d up" in html and "4/5" in html
+    Feedback.objects.filter(message=reply).update(value=0, satisfied=False)
+    html = admin_client.get("/admin/chatbot/feedback/").content.decode()
+    assert "\U0001f44e down" in html and "\U0001f44d up" not in html
+
+
+def test_conversation_language_follows_its_messages() -> None:
+    from chatbot.services import message_store
+
+    conv = Conversation.objects.create()
+    assert conv.language == "en"
+    message_store(conversation_id=conv.pk, client_id="a", text="我的订单在哪里？")
+    conv.refresh_from_db()
+    assert conv.language == "zh"
+    # "ok" or an order number says nothing about the language.
+    message_store(conversation_id=conv.pk, client_id="b", text="ok")
+    message_store(conversation_id=conv.pk, client_id="c", text="#W2611340")
+    conv.refresh_from_db()
+    assert conv.language == "zh"
+    message_store(conversation_id=conv.pk, client_id="d", text="where is my order please")
+    conv.refresh_from_db()
+    assert conv.language == "en"
