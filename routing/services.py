@@ -128,3 +128,38 @@ def router_model_train(*, version: int, trained_by: str = "") -> dict[str, Any]:
         result=result,
     )
     return result
+
+
+def retrain_status() -> dict[str, Any]:
+    """For the admin: the current version, whether a stored model matches the current
+    examples, and whether a retrain is queued or running."""
+    current = router_version_get()
+    samples = classifier_samples()
+    data_hash = classifier_samples_hash(samples)
+    model = ClassifierModel.objects.filter(data_hash=data_hash).first()
+    running = RetrainRun.objects.filter(
+        status__in=[RetrainRun.QUEUED, RetrainRun.TRAINING],
+        router_version__gte=current.version - 50,
+    ).exists()
+    return {
+        "version": current.version,
+        "examples": len(samples),
+        "intents": len({intent for _, intent in samples}),
+        "model": model,
+        "up_to_date": model is not None,
+        "running": running and model is None,
+    }
+
+
+def router_retrain_now() -> str:
+    """The admin's "retrain now": enqueue the task (or, with retraining in-process,
+    train here) for the current version."""
+    from django.conf import settings
+
+    from routing.versioning import router_retrain_enqueue
+
+    version = router_version_get().version
+    if settings.TIERDESK_ROUTER_RETRAIN_ASYNC:
+        router_retrain_enqueue(version=version)
+        return f"queued for v{version}"
+    return str(router_model_train(version=version, trained_by="admin")["outcome"])
