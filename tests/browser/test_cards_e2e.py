@@ -1,8 +1,9 @@
 """Issue #14, end to end in Chromium: a support admin adds an article with a negation in
-Django admin, the Celery worker ingests it and drafts its answer cards, the admin
-approves them, and a shopper's answer in the widget states the article's fact with its
-source; editing the article sends the card back to review, a new conversation no
-longer hears the old fact, and after re-approval it hears the new one (cards_e2e.mjs).
+Django admin ("Store credit": the demo knowledge base already has "Gift cards"), the
+Celery worker ingests it and drafts its answer cards, the admin approves them, and a
+shopper's answer in the widget states the article's fact with its source; editing the
+article sends the card back to review, a new conversation no longer hears the old
+fact, and after re-approval it hears the new one (cards_e2e.mjs).
 
 The server and worker are real (Daphne, ``celery worker``) on a database and a broker
 of their own. Writes docs/cards-review.png when TIERDESK_DOCS_SCREENSHOTS=1."""
@@ -36,6 +37,10 @@ ADMIN = (
     "U.objects.filter(username='kb_admin').exists() or "
     "U.objects.create_superuser('kb_admin', 'kb@example.com', 'kb_admin')"
 )
+
+
+EXPIRE = "Does store credit expire?"
+CASH = "Can I exchange store credit for cash?"
 
 
 @dataclass(frozen=True)
@@ -124,47 +129,49 @@ def test_admin_approves_cards_and_an_article_edit_changes_the_shoppers_answer(
 
     # The worker drafted one card per section, each backed by its section.
     drafted = _by_question(result["drafted"])
-    assert set(drafted) == {"Do gift cards expire?", "Can I exchange a gift card for cash?"}
+    assert set(drafted) == {EXPIRE, CASH}
     assert all(r["status"].startswith("draft") and r["backed"] == "yes" for r in drafted.values())
-    assert result["draft_form"]["answer"].startswith("Gift cards expire 36 months after purchase.")
+    assert result["draft_form"]["answer"].startswith(
+        "Store credit expires 30 months after it is issued."
+    )
     assert "1 card(s) approved." in result["approve_messages"], result["approve_messages"]
     after = _by_question(result["after_approve"])
-    assert after["Do gift cards expire?"]["status"] == "approved"
-    assert after["Can I exchange a gift card for cash?"]["status"].startswith("draft")
+    assert after[EXPIRE]["status"] == "approved"
+    assert after[CASH]["status"].startswith("draft")
 
     # The shopper hears the article's fact, from the approved card, with its source.
     first = result["first"]
     assert first["tier"] == "L2", first
-    assert "36 months" in first["text"], first
-    assert "never expire" not in first["text"].lower()
+    assert "30 months" in first["text"], first
+    assert "not expire" not in first["text"].lower()
     sources = first["sources"]
-    assert sources and sources[0]["title"] == "Gift cards", first
-    assert sources[0]["anchor"] == "do-gift-cards-expire", first
-    assert "36 months" in sources[0]["snippet"]
+    assert sources and sources[0]["title"] == "Store credit", first
+    assert sources[0]["anchor"] == "does-store-credit-expire", first
+    assert "30 months" in sources[0]["snippet"]
 
     # The edit sent the changed card back to review; the unchanged one kept its state.
     edited = _by_question(result["after_edit"])
-    assert edited["Do gift cards expire?"]["status"].startswith("article changed"), edited
-    assert "24 months" in edited["Do gift cards expire?"]["answer"]
-    assert edited["Can I exchange a gift card for cash?"]["status"].startswith("draft")
+    assert edited[EXPIRE]["status"].startswith("article changed"), edited
+    assert "18 months" in edited[EXPIRE]["answer"]
+    assert edited[CASH]["status"].startswith("draft")
     # The stale list comes first: the review queue's order.
-    assert result["after_edit"][0]["question"] == "Do gift cards expire?"
+    assert result["after_edit"][0]["question"] == EXPIRE
     form = result["stale_form"]
-    assert any("36" in d for d in form["diff_del"]), form
-    assert any("24" in i for i in form["diff_ins"]), form
-    assert "36 months" in form["changes"]  # the previous answer, for comparison
+    assert any("30" in d for d in form["diff_del"]), form
+    assert any("18" in i for i in form["diff_ins"]), form
+    assert "30 months" in form["changes"]  # the answer before, for comparison
 
     # A new conversation while the card is stale: the old fact comes from nowhere.
     stale = result["while_stale"]
-    assert stale["text"] and "36" not in stale["text"], stale
+    assert stale["text"] and "30" not in stale["text"], stale
 
     # Bulk approval from the list, then a third conversation hears the new fact.
     assert "2 card(s) approved." in result["bulk_messages"], result["bulk_messages"]
     assert {r["status"] for r in result["after_bulk"]} == {"approved"}
     again = result["reapproved"]
     assert again["tier"] == "L2", again
-    assert "24 months" in again["text"] and "36" not in again["text"], again
-    assert again["sources"][0]["title"] == "Gift cards"
+    assert "18 months" in again["text"] and "30" not in again["text"], again
+    assert again["sources"][0]["title"] == "Store credit"
 
     assert result["errors"] == [], result["errors"]
     assert review.stat().st_size > 20_000
