@@ -18,6 +18,7 @@ PALETTE = ["#2b5fd9", "#e5484d", "#2f9e44", "#f08c00", "#7048e8", "#0c8599"]
 NAMED = {"stable": "#2b5fd9", "candidate": "#e5484d", "all-L3 baseline": "#868e96"}
 
 Series = dict[str, list[tuple[datetime, float | None]]]
+DAY_S = 24 * 3600
 
 
 def _nice_max(value: float) -> float:
@@ -73,11 +74,13 @@ def line_chart(
     def y(v: float) -> float:
         return top + plot_h - plot_h * min(v, top_value) / top_value
 
+    # Over more than a day HH:MM alone repeats: the labels carry the date too.
+    label_fmt = "%H:%M" if span <= DAY_S else "%b %d %H:%M"
     # The end labels hug the plot's edges so they are never clipped.
     for label_t, anchor in ((t0, "start"), (t0 + (t1 - t0) / 2, "middle"), (t1, "end")):
         parts.append(
             f'<text x="{x(label_t):.1f}" y="{top + plot_h + 16}" class="tick" '
-            f'text-anchor="{anchor}">{label_t:%H:%M}</text>'
+            f'text-anchor="{anchor}">{label_t.strftime(label_fmt)}</text>'
         )
     legend_x = left
     for n, (name, points) in enumerate(series.items()):

@@ -53,6 +53,21 @@ class NewReleaseForm(forms.Form):
     reason = forms.CharField(max_length=2000, strip=True)
 
 
+def _hours(value: str | None) -> int:
+    """The console's time window from a query or form value (6 h if absent or odd)."""
+    try:
+        hours = int(value or "6")
+    except ValueError:
+        return 6
+    return hours if hours in HOURS_CHOICES else 6
+
+
+def _back(request: HttpRequest) -> HttpResponseRedirect:
+    """Back to the console in the window the operator was looking at."""
+    hours = _hours(request.POST.get("hours"))
+    return HttpResponseRedirect(f"{reverse('operators:console')}?hours={hours}")
+
+
 def _charts(board: Any) -> list[Any]:
     c = board.charts
     return [
@@ -171,11 +186,7 @@ def _row(name: str, w: Window) -> list[str]:
 @login_required
 @permission_required("releases.view_release_metrics", raise_exception=True)
 def console(request: HttpRequest) -> HttpResponse:
-    try:
-        hours = int(request.GET.get("hours", "6"))
-    except ValueError:
-        hours = 6
-    hours = hours if hours in HOURS_CHOICES else 6
+    hours = _hours(request.GET.get("hours"))
     overview = release_overview()
     board = dashboard(until=clock.now(), hours=hours)
     drafts = [r for r in overview.releases if r.status == Release.Status.DRAFT]
@@ -265,7 +276,7 @@ def release_action(request: HttpRequest, release_id: int, action: str) -> HttpRe
     if not request.user.has_perm("releases.operate_release"):
         raise PermissionDenied("operating a release needs the operators' permission")
     release = get_object_or_404(Release, pk=release_id)
-    back = HttpResponseRedirect(reverse("operators:console"))
+    back = _back(request)
     if action not in ACTIONS:
         messages.error(request, f"Unknown action {action!r}.")
         return back
@@ -279,6 +290,16 @@ def release_action(request: HttpRequest, release_id: int, action: str) -> HttpRe
         return back
     weight = form.cleaned_data.get("weight")
     reason = form.cleaned_data["reason"]
+    if action == "weight" and weight is not None and weight > release.max_weight:
+        # The schedule's ceiling holds for people too: all sessions means promoting,
+        # which has its own confirmation and audit entry.
+        messages.error(
+            request,
+            f"{weight}% is above this release's maximum of {release.max_weight}% "
+            "(TIERDESK_RELEASE_MAX_WEIGHT): nothing changed. To serve every session, "
+            "promote the candidate.",
+        )
+        return back
     if not form.cleaned_data["confirmed"]:
         return render(
             request,
@@ -289,6 +310,7 @@ def release_action(request: HttpRequest, release_id: int, action: str) -> HttpRe
                 "weight": weight,
                 "reason": reason,
                 "effect": _effect(release, action, weight),
+                "hours": _hours(request.POST.get("hours")),
             },
         )
     try:
@@ -321,7 +343,7 @@ def release_new(request: HttpRequest) -> HttpResponse:
             messages.error(request, f"The draft was not created: {exc}")
         else:
             messages.success(request, f"Draft {release.name} created.")
-    return HttpResponseRedirect(reverse("operators:console"))
+    return _back(request)
 
 
 @require_GET

@@ -120,7 +120,7 @@ def test_csrf_protects_the_console_and_the_admin(staff: dict[str, Any]) -> None:
     operator = Client(enforce_csrf_checks=True)
     operator.force_login(staff["operator"])
     url = f"/operators/releases/{release.pk}/weight"
-    forged = {"weight": 90, "reason": "forged", "confirmed": "on"}
+    forged = {"weight": 40, "reason": "forged", "confirmed": "on"}
     assert operator.post(url, forged).status_code == 403
     admin_change = f"/admin/releases/release/{release.pk}/delete/"
     assert operator.post(admin_change, {"post": "yes"}).status_code == 403
@@ -132,7 +132,7 @@ def test_csrf_protects_the_console_and_the_admin(staff: dict[str, Any]) -> None:
     ok = operator.post(url, {**forged, "reason": "agreed", "csrfmiddlewaretoken": token})
     assert ok.status_code == 302
     release.refresh_from_db()
-    assert release.weight == 90
+    assert release.weight == 40
 
 
 def test_console_shows_status_charts_and_decisions(
