@@ -27,6 +27,7 @@ from chatbot.orders.identity import (
 )
 from chatbot.orders.types import Customer, OrderService, OrderServiceError
 from routing import types as rt
+from routing.knowledge_route import knowledge_route
 from routing.router import route_message
 from routing.templates import template_render
 
@@ -134,6 +135,9 @@ class Dialogue:
                 language=self.lang,
                 clarify_threshold=self.ctx.clarify_threshold,
             )
+            # A general question the knowledge base answers goes to L2, whatever the
+            # classifier learned (routing.knowledge_route).
+            decision = knowledge_route(decision, text=self.ctx.text, language=self.lang)
             route_ms = (time.perf_counter() - started) * 1000
             plan = self._answer(decision)
             plan.confidence = decision.confidence

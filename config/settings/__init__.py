@@ -512,6 +512,10 @@ TIERDESK_KB_SERVE_DRAFTS = env_bool("TIERDESK_KB_SERVE_DRAFTS", False)
 TIERDESK_KB_CARD_MIN_SIMILARITY = env_float("TIERDESK_KB_CARD_MIN_SIMILARITY", 0.78)
 TIERDESK_KB_CARD_MIN_OVERLAP = env_float("TIERDESK_KB_CARD_MIN_OVERLAP", 0.6)
 TIERDESK_KB_CARD_ANSWER_CHARS = env_int("TIERDESK_KB_CARD_ANSWER_CHARS", 320)
+# Knowledge-aware routing (routing.knowledge_route): a general question that an
+# approved card or a relevant passage answers goes to L2 even if the classifier chose
+# an order intent or out-of-scope.
+TIERDESK_ROUTE_BY_KNOWLEDGE = env_bool("TIERDESK_ROUTE_BY_KNOWLEDGE", True)
 # Chunking (LlamaIndex SentenceSplitter, in tokens) and the summary length (words).
 TIERDESK_KB_CHUNK_TOKENS = env_int("TIERDESK_KB_CHUNK_TOKENS", 160)
 TIERDESK_KB_CHUNK_OVERLAP = env_int("TIERDESK_KB_CHUNK_OVERLAP", 20)

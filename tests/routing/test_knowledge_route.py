@@ -1,0 +1,75 @@
+"""Knowledge-aware routing: a general question the knowledge base answers goes to L2,
+even when the classifier learned nothing about its topic; a message about the
+shopper's own order keeps its L1 intent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from knowledge import cards, index, services
+from knowledge.models import AnswerCard
+from routing import types as rt
+from routing.knowledge_route import is_personal, is_question, knowledge_route
+from routing.router import route_message
+
+pytestmark = pytest.mark.django_db
+
+GIFT_CARDS = """# Gift cards
+
+## Do gift cards expire?
+
+Gift cards expire 36 months after purchase. They can be used online and in every store.
+"""
+
+
+@pytest.fixture
+def gift_card_article(seeded: dict[str, int], settings: Any) -> None:
+    """A support admin adds an article and approves its card; the router is not retrained."""
+    settings.TIERDESK_KB_REFRESH_S = 0.0
+    settings.TIERDESK_KB_SUMMARY_ROLE = ""
+    index.reset()
+    cards.cards_reset()
+    doc = services.document_create(
+        title="Gift cards", text=GIFT_CARDS, language="en", source_format="markdown"
+    )
+    services.document_ingest(document_id=doc.pk)
+    cards.cards_sync(document_id=doc.pk)
+    ids = list(AnswerCard.objects.values_list("pk", flat=True))
+    cards.card_review(card_ids=ids, status=AnswerCard.Status.APPROVED, user_id=None)
+
+
+def route(text: str) -> rt.RouteDecision:
+    decision = route_message(text=text, language="en")
+    return knowledge_route(decision, text=text, language="en")
+
+
+def test_a_new_article_routes_its_questions_to_l2_without_retraining(
+    gift_card_article: None,
+) -> None:
+    # The classifier alone sent this to L1 delivery_time (#17).
+    text = "How long is a gift card valid before it expires?"
+    assert route_message(text=text, language="en").tier != rt.L2
+    decision = route(text)
+    assert decision.tier == rt.L2, decision
+    assert decision.reason["kind"] == "knowledge" and "card" in decision.reason["by"]
+    assert decision.reason["was"]["tier"] != rt.L2
+    assert route("Do gift cards expire?").tier == rt.L2
+
+
+def test_the_shoppers_own_order_keeps_its_intent(gift_card_article: None) -> None:
+    assert route("where is my order #W2611340?").tier == rt.L1
+    assert route("I want to cancel my order").intent == rt.CANCEL_ORDER
+
+
+def test_with_the_switch_off_the_classifier_decides(gift_card_article: None, settings: Any) -> None:
+    settings.TIERDESK_ROUTE_BY_KNOWLEDGE = False
+    assert route("How long is a gift card valid before it expires?").reason["kind"] != "knowledge"
+
+
+def test_personal_and_question_forms() -> None:
+    assert is_personal("where is my package") and is_personal("订单W2611340到哪了")
+    assert not is_personal("how long does a refund to a credit card take?")
+    assert is_question("how long does a refund take") and is_question("退款要多久")
+    assert not is_question("I want to cancel")
