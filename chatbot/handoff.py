@@ -328,6 +328,27 @@ def handoff_status(*, conversation_id: int) -> dict[str, Any] | None:
     return {"type": "handoff", "status": H.CLAIMED, "agent": name}
 
 
+def disliked_question(*, conversation_id: int, before_id: int) -> str:
+    """The shopper's question whose answer (the last reply before ``before_id``) they
+    rated thumbs-down; "" if the last reply was not rated down."""
+    from .models import Feedback
+
+    reply = (
+        Message.objects.filter(
+            conversation_id=conversation_id, role=Message.Role.BOT, id__lt=before_id
+        )
+        .order_by("-id")
+        .values("id", "reply_to__text")
+        .first()
+    )
+    if reply is None:
+        return ""
+    down = Feedback.objects.filter(
+        message_id=reply["id"], kind=Feedback.Kind.THUMB, satisfied=False
+    ).exists()
+    return str(reply["reply_to__text"] or "") if down else ""
+
+
 def human_holds(*, conversation_id: int) -> str:
     """The conversation's handoff status ("none", "queued", "claimed", "resolved")."""
     status = (

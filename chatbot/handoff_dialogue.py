@@ -2,11 +2,12 @@
 
 Asking for a person (the ``handoff`` intent, a router rule in EN and ZH) gets an offer
 the shopper confirms; the bot also offers one on its own when it is stuck (the router
-unsure twice in a row, or the shopper saying the answer is wrong) and when an answerer
-adds ``offer:human``. A "yes" plans the ``handoff:queue`` action, which the turn
-performs (``services.turn_plan``): the conversation joins the queue and the reply says
-its place and the wait. When nobody can answer (outside business hours, nobody online)
-the reply says so and the widget offers to leave a ticket (``handoff:unavailable``).
+unsure twice in a row, the shopper saying the answer is wrong, a thumbs-down followed by
+the same question again) and when an answerer adds ``offer:human``. A "yes" plans the
+``handoff:queue`` action, which the turn performs (``services.turn_plan``): the
+conversation joins the queue and the reply says its place and the wait. When nobody can
+answer (outside business hours, nobody online) the reply says so and the widget offers
+to leave a ticket (``handoff:unavailable``).
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from .answerers.base import AnswerPlan, TurnContext, say
 from .handoff import H, handoff_availability
 
 HANDOFF_INTENT = rt.HANDOFF
-# turn_plan puts the conversation's handoff status here for the turn (and takes it out).
+# turn_plan puts the conversation's handoff status here for the turn (and takes it out),
+# and the question whose answer the shopper just rated thumbs-down.
 STATUS_KEY = "handoff_status"
+DISLIKED_KEY = "handoff_disliked"
 OFFER_TTL_S = 600
 # The shopper says the bot's answer is wrong: offer a person instead of arguing.
 _WRONG = re.compile(
@@ -30,6 +33,14 @@ _WRONG = re.compile(
     r"|答错|不对|回答错|不是我问的|答非所问",
     re.IGNORECASE,
 )
+_WORD = re.compile(r"[a-z0-9#]+|[\u4e00-\u9fff]")
+
+
+def _similar(text: str, previous: str) -> bool:
+    """The shopper asks (nearly) the same question again: at least 60% of the words
+    (characters, for Chinese) shared."""
+    a, b = set(_WORD.findall(text.lower())), set(_WORD.findall(previous.lower()))
+    return bool(a and b) and len(a & b) / len(a | b) >= 0.6
 
 
 def _unavailable(ctx: TurnContext, reason: str) -> AnswerPlan:
@@ -85,11 +96,13 @@ def handoff_offer_if_stuck(
     ctx: TurnContext, decision: rt.RouteDecision, plan: AnswerPlan
 ) -> AnswerPlan:
     """Offer a person instead of ``plan`` when the bot is stuck: the router unsure twice
-    in a row, or the shopper saying the answer is wrong."""
+    in a row, the shopper saying the answer is wrong, or asking again the question
+    whose answer they just rated thumbs-down."""
     unsure = decision.reason.get("why") == "low_confidence"
     streak = int(ctx.state.get("unsure_streak", 0)) + 1 if unsure else 0
     ctx.state["unsure_streak"] = streak
-    if streak < 2 and not _WRONG.search(ctx.text):
+    repeated = _similar(ctx.text, str(ctx.state.get(DISLIKED_KEY) or ""))
+    if streak < 2 and not _WRONG.search(ctx.text) and not repeated:
         return plan
     if ctx.state.get(STATUS_KEY) in (H.QUEUED, H.CLAIMED):
         return plan

@@ -21,8 +21,15 @@ from routing.templates import template_render
 
 from .answerers.base import AnswerPlan, template_text
 from .dialogue import Dialogue, TurnContext
-from .handoff import desk_group, group_frame_sync, handoff_queue, handoff_status, shopper_group
-from .handoff_dialogue import HANDOFF_INTENT, STATUS_KEY
+from .handoff import (
+    desk_group,
+    disliked_question,
+    group_frame_sync,
+    handoff_queue,
+    handoff_status,
+    shopper_group,
+)
+from .handoff_dialogue import DISLIKED_KEY, HANDOFF_INTENT, STATUS_KEY
 from .models import Conversation, Message
 from .selectors import conversation_recent_turns
 
@@ -125,8 +132,12 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[AnswerPlan, int
         prompt_version=assignment.config.prompt_version,
     )
     ctx.state[STATUS_KEY] = conversation.handoff
+    ctx.state[DISLIKED_KEY] = disliked_question(
+        conversation_id=conversation_id, before_id=message_id
+    )
     plan = Dialogue(ctx).plan()
     ctx.state.pop(STATUS_KEY, None)
+    ctx.state.pop(DISLIKED_KEY, None)
     _release_apply(plan, assignment.config)
     handoff_frame = _handoff_apply(conversation_id, ctx, plan)
     conversation.state = ctx.state

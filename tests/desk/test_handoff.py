@@ -206,3 +206,33 @@ async def test_waiting_shoppers_move_up_when_the_one_ahead_is_claimed(
         assert moved["status"] == "queued" and moved["position"] == 1
         await first.disconnect()
         await second.disconnect()
+
+
+async def test_the_bot_offers_a_person_when_stuck(seeded_shop: None, fake_models: Any) -> None:
+    """A thumbs-down then the same question again, or "that's wrong": a person is
+    offered (and a "yes" queues); with nobody online nothing is offered."""
+    shopper, _ = await connect()
+    first = await ask(shopper, "how much is shipping to Boston", "w1")
+    assert "offer:human" not in first[-1]["actions"]
+    await shopper.send_json_to(
+        {"type": "rate", "message_id": first[-1]["message_id"], "value": "down"}
+    )
+    assert (await shopper.receive_json_from(timeout=10))["type"] == "rated"
+    # Nobody online: the repeat is answered as usual.
+    again = await ask(shopper, "how much is shipping to Boston?", "w2")
+    assert "offer:human" not in again[-1]["actions"]
+
+    agent = await database_sync_to_async(user_make)("vic")
+    async with desk_open(agent):
+        await shopper.send_json_to(
+            {"type": "rate", "message_id": again[-1]["message_id"], "value": "down"}
+        )
+        assert (await shopper.receive_json_from(timeout=10))["type"] == "rated"
+        offered = await ask(shopper, "how much is shipping to boston", "w3")
+        assert offered[-1]["intent"] == "handoff" and "offer:human" in offered[-1]["actions"]
+        assert "talk to a person" in shown(offered)
+        wrong = await ask(shopper, "that's wrong", "w4")
+        assert "offer:human" in wrong[-1]["actions"]
+        queued = await ask(shopper, "yes", "w5")
+        assert [f["status"] for f in queued if f["type"] == "handoff"] == ["queued"]
+    await shopper.disconnect()
