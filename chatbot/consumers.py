@@ -75,13 +75,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.worker = asyncio.create_task(self._run_turns())
 
     async def disconnect(self, code: int) -> None:
-        await self._group("discard")
         if self.worker is not None:
             self.worker.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self.worker
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        await self._group("discard")
         received_at = time.perf_counter()
         try:
             frame = frame_parse(text_data, bytes_data)
