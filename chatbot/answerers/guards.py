@@ -167,7 +167,13 @@ class EntailmentGuard:
 
         # The last piece may be an unfinished sentence: keep it unless the stream ended.
         if not final:
-            ended = [m.end() for m in entail.SENTENCE.finditer(self._buffer) if m.end() > 0]
+            # A "." at the very end of the buffer may be a decimal point ("$218." before
+            # "04" arrives): only whitespace after it, or a CJK stop, ends a sentence.
+            ended = [
+                m.end()
+                for m in entail.SENTENCE.finditer(self._buffer)
+                if m.end() > 0 and not (m.end() == len(self._buffer) and self._buffer[-1] in ".!?")
+            ]
             if not ended:
                 return ""
             cut = ended[-1]

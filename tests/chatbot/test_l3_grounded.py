@@ -224,6 +224,17 @@ async def test_guard_drops_invented_order_facts_and_boilerplate() -> None:
     assert guard.verdict.label == "trimmed"
 
 
+async def test_a_price_split_across_chunks_is_one_sentence() -> None:
+    """A chunk ending in "$219." is not a sentence end: "43" may follow."""
+    guard = GroundedGuard(question="q", passages=RECORDS, abstain="ABSTAIN")
+    shown = ""
+    for piece in ("The navy Backpack costs $219.", "43. Your order #W2611340", " ships with USPS."):
+        guard.feed(piece, {})
+        shown += await guard.drain()
+    shown += await guard.finish(shown) or ""
+    assert shown == "The navy Backpack costs $219.43. Your order #W2611340 ships with USPS."
+
+
 async def test_guard_drops_a_flipped_status_and_a_refund_cause() -> None:
     # No digits in these: the entailment check against the records catches them.
     shown, guard = await guarded(
@@ -334,8 +345,10 @@ async def test_backpack_and_refund_question_invents_no_order_facts(
         shown, done = await shopper.ask(BACKPACK_QUESTION, wait_s=300, turn_errors_only=True)
     finally:
         await shopper.close()
+    assert done["type"] == "done" and done["tier"] == "L3" and shown.strip(), done
+    stored = await Message.objects.aget(pk=done["message_id"])
     print(f"\nL3 backpack answer ({done['guard']}): {shown}")
-    assert done["type"] == "done" and done["tier"] == "L3" and shown.strip()
+    print("dropped:", stored.metadata.get("unsupported_claims"))
     assert "language model" not in shown.lower() and "as an ai" not in shown.lower()
     # No order id but this shopper's, and every id, amount and date is in the records.
     assert set(ORDER_ID.findall(shown)) <= set(my_orders)
