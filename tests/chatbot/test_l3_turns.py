@@ -84,6 +84,10 @@ async def test_l3_killed_mid_stream_replaces_the_bubble_and_loses_nothing(
 ) -> None:
     settings.TIERDESK_L3_FIRST_TOKEN_TIMEOUT_MS = 60000  # the healthy start must not time out
     settings.TIERDESK_L3_MAX_TOKENS = 30
+    # The kill must land mid-reply, after 3 chunks are shown: the grounded guard shows
+    # only whole, backed sentences (maybe none of 30 tokens), so it is off here; what
+    # is under test is the restart, not the grounding (tests/chatbot/test_l3_grounded.py).
+    settings.TIERDESK_L3_GROUNDING_GUARD = False
     # A long read timeout: the failure under test is the kill, not a slow token.
     backend = remote(model_server.url, read_timeout_s=300)
     registry.register("large", backend)
