@@ -169,10 +169,17 @@ def verdict_of(answer: str, section_text: str) -> dict[str, Any]:
     }
 
 
-def _embed(questions: list[str]) -> bytes:
+def answer_text(heading: str, answer: str) -> str:
+    """What the card's answer vector embeds: a question is often closer to the answer
+    it wants than to the heading someone wrote for it."""
+    return f"{heading.split(' > ')[-1]} {answer}".strip()
+
+
+def _embed(questions: list[str], *, heading: str, answer: str) -> bytes:
+    """One row per phrasing, then one for the heading and answer (the last row)."""
     from . import embedding
 
-    vectors = embedding.embed_texts(questions)
+    vectors = embedding.embed_texts([*questions, answer_text(heading, answer)])
     return np.ascontiguousarray(vectors, dtype="<f4").tobytes()
 
 
@@ -216,7 +223,7 @@ def cards_sync(*, document_id: int) -> dict[str, int]:
         counts["deleted"] = AnswerCard.objects.filter(pk__in=gone).delete()[0]
         for anchor, (section, digest, d) in drafts.items():
             card = existing.get(anchor)
-            vector = _embed(d.questions)
+            vector = _embed(d.questions, heading=section.heading, answer=d.answer)
             if card is None:
                 AnswerCard.objects.create(
                     document=document,
@@ -297,7 +304,7 @@ def card_edit(*, card: AnswerCard, questions: list[str], answer: str) -> AnswerC
     card.questions = questions
     card.answer = answer.strip()
     card.verdict = verdict_of(card.answer, card.section_text)
-    card.embedding = _embed(questions)
+    card.embedding = _embed(questions, heading=card.heading, answer=card.answer)
     if card.status == AnswerCard.Status.APPROVED and not card.entailed:
         card.status = AnswerCard.Status.DRAFT
     card.save()
@@ -310,6 +317,9 @@ def card_edit(*, card: AnswerCard, questions: list[str], answer: str) -> AnswerC
 # -- serving -----------------------------------------------------------------------------------
 @dataclass
 class CardRow:
+    """One searchable row: a phrasing of a card, or the card's heading and answer
+    (``kind == "answer"``)."""
+
     card_id: int
     document_id: int
     title: str
@@ -318,8 +328,15 @@ class CardRow:
     language: str
     answer: str
     question: str
+    kind: str  # "question" | "answer"
     tokens: frozenset[str]
+    bigrams: frozenset[str]
     snippet: str
+
+
+def _cjk_bigrams(text: str) -> frozenset[str]:
+    run = "".join(ch for ch in text if ktext.has_cjk(ch))
+    return frozenset(run[i : i + 2] for i in range(len(run) - 1))
 
 
 @dataclass
@@ -340,14 +357,16 @@ def _build(previous: CardIndex | None, key: Hashable) -> CardIndex:
         status__in=statuses, document__status=Document.Status.READY
     ).select_related("document")
     for card in cards:
-        if not card.entailed:
+        if not card.entailed or not card.embedding:
             continue
-        matrix = (
-            np.frombuffer(bytes(card.embedding), dtype="<f4").reshape(len(card.questions), -1)
-            if card.embedding
-            else None
-        )
-        for i, question in enumerate(card.questions):
+        texts = [*card.questions, answer_text(card.heading, card.answer)]
+        matrix = np.frombuffer(bytes(card.embedding), dtype="<f4").reshape(-1, 384)
+        if len(matrix) != len(texts):
+            # Embedded before cards had an answer row: its phrasings still match.
+            texts = texts[: len(matrix)]
+        whole = " ".join(texts)
+        for i, text in enumerate(texts):
+            kind = "question" if i < len(card.questions) else "answer"
             rows.append(
                 CardRow(
                     card_id=card.pk,
@@ -357,12 +376,15 @@ def _build(previous: CardIndex | None, key: Hashable) -> CardIndex:
                     heading=card.heading,
                     language=card.language,
                     answer=card.answer,
-                    question=question,
-                    tokens=frozenset(ktext.index_tokens(question)),
+                    question=text,
+                    kind=kind,
+                    tokens=frozenset(ktext.index_tokens(text)),
+                    # Chinese is matched on the whole card's character pairs.
+                    bigrams=_cjk_bigrams(whole) if kind == "answer" else frozenset(),
                     snippet=" ".join(card.section_text.split())[:220],
                 )
             )
-            vectors.append(matrix[i] if matrix is not None else np.zeros(384, dtype=np.float32))
+            vectors.append(matrix[i])
     matrix = np.vstack(vectors).astype(np.float32) if vectors else np.zeros((0, 384), np.float32)
     return CardIndex(version=version, rows=rows, matrix=matrix)
 
@@ -387,7 +409,7 @@ def cards_reset() -> None:
 class CardMatch:
     row: CardRow
     score: float
-    how: str  # "dense" | "words"
+    how: str  # "dense-question" | "dense-answer" | "words" | "characters"
 
     def citation(self) -> dict[str, Any]:
         title = self.row.heading.split(" > ")[-1] if self.row.heading else self.row.title
@@ -406,33 +428,59 @@ class CardMatch:
 def card_match(
     *, question: str, language: str, query_vector: np.ndarray | None = None
 ) -> CardMatch | None:
-    """The card to serve for ``question``, or None (blocking: may embed)."""
+    """The card to serve for ``question``, or None (blocking: may embed).
+
+    Thresholds (tuned on the dev split of knowledge/eval/answers, docs/knowledge.md):
+    a phrasing by cosine (``TIERDESK_KB_CARD_MIN_SIMILARITY``) or the heading+answer
+    by cosine (``TIERDESK_KB_CARD_MIN_ANSWER_SIMILARITY``) where the embedder is
+    trusted; shared words with a phrasing (Jaccard, ``TIERDESK_KB_CARD_MIN_OVERLAP``);
+    for Chinese, the share of the question's character pairs found in the card
+    (``TIERDESK_KB_CARD_MIN_ZH_COVERAGE``)."""
     index = card_index()
     rows = [i for i, r in enumerate(index.rows) if r.language == language]
     if not rows:
         return None
-    best: CardMatch | None = None
-    words = set(ktext.index_tokens(question))
-    if words:
-        for i in rows:
-            row = index.rows[i]
-            if not row.tokens:
-                continue
-            score = len(words & row.tokens) / len(words | row.tokens)
-            if score >= settings.TIERDESK_KB_CARD_MIN_OVERLAP and (
-                best is None or score > best.score
-            ):
-                best = CardMatch(row, score, "words")
+    candidates: list[CardMatch] = []
     if language in settings.TIERDESK_KB_DENSE_LANGUAGES:
         if query_vector is None:
             from . import embedding
 
             query_vector = embedding.embed_query(question)
         sims = index.matrix[rows] @ np.asarray(query_vector, dtype=np.float32)
-        top = int(np.argmax(sims))
-        score = float(sims[top])
-        if score >= settings.TIERDESK_KB_CARD_MIN_SIMILARITY and (
-            best is None or best.how == "words"
+        for kind, floor in (
+            ("question", settings.TIERDESK_KB_CARD_MIN_SIMILARITY),
+            ("answer", settings.TIERDESK_KB_CARD_MIN_ANSWER_SIMILARITY),
         ):
-            best = CardMatch(index.rows[rows[top]], score, "dense")
-    return best
+            picked = [(float(sims[j]), i) for j, i in enumerate(rows) if index.rows[i].kind == kind]
+            if picked:
+                score, i = max(picked)
+                if score >= floor:
+                    # By how far it clears its own bar, so the two kinds compare.
+                    candidates.append(CardMatch(index.rows[i], score, f"dense-{kind}"))
+    words = set(ktext.index_tokens(question))
+    if words:
+        for i in rows:
+            row = index.rows[i]
+            if row.kind != "question" or not row.tokens:
+                continue
+            score = len(words & row.tokens) / len(words | row.tokens)
+            if score >= settings.TIERDESK_KB_CARD_MIN_OVERLAP:
+                candidates.append(CardMatch(row, score, "words"))
+    pairs = _cjk_bigrams(question)
+    if pairs:
+        for i in rows:
+            row = index.rows[i]
+            if row.kind != "answer" or not row.bigrams:
+                continue
+            score = len(pairs & row.bigrams) / len(pairs)
+            if score >= settings.TIERDESK_KB_CARD_MIN_ZH_COVERAGE:
+                candidates.append(CardMatch(row, score, "characters"))
+    if not candidates:
+        return None
+    floors = {
+        "dense-question": settings.TIERDESK_KB_CARD_MIN_SIMILARITY,
+        "dense-answer": settings.TIERDESK_KB_CARD_MIN_ANSWER_SIMILARITY,
+        "words": settings.TIERDESK_KB_CARD_MIN_OVERLAP,
+        "characters": settings.TIERDESK_KB_CARD_MIN_ZH_COVERAGE,
+    }
+    return max(candidates, key=lambda m: m.score - floors[m.how])
