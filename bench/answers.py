@@ -44,6 +44,7 @@ DB_URL = "postgres://postgres@127.0.0.1:5432/tierdesk_bench_answers"
 REDIS_URL = "redis://127.0.0.1:6379/4"
 TARGETS = {
     "contradicted_delivered": 0,
+    "l3_own_orders_invented_facts": 0,
     "correct_on_answerable": 0.90,
     "abstained_on_unanswerable": 0.90,
     "l2_card_first_chunk_p95_ms": 400.0,
@@ -147,7 +148,7 @@ def knowledge_prepare(card_role: str) -> dict[str, Any]:
 
 
 # -- 3. every question over a WebSocket --------------------------------------------------------
-async def ask(port: int, question: str, qid: str) -> dict[str, Any]:
+async def ask(port: int, question: str, qid: str, *, token: str = "") -> dict[str, Any]:
     from websockets.asyncio.client import connect
     from websockets.typing import Origin
 
@@ -159,6 +160,11 @@ async def ask(port: int, question: str, qid: str) -> dict[str, Any]:
     ) as ws:
         hello = json.loads(await asyncio.wait_for(ws.recv(), 30))
         assert hello["type"] == "hello", hello
+        if token:
+            # The shop's signed token: the shopper is signed in (docs/identity.md).
+            await ws.send(json.dumps({"type": "identify", "token": token}))
+            while json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] != "identified":
+                pass
         sent = time.perf_counter()
         await ws.send(json.dumps({"type": "message", "id": qid, "text": question}))
         shown = ""
@@ -291,6 +297,109 @@ def checker_evaluate(split: str) -> dict[str, Any]:
     return out
 
 
+# -- 5. L3 about the shopper's own orders ----------------------------------------------------
+OWN_ORDER_QUESTIONS = [
+    (
+        "en",
+        "Compare my last two orders and tell me which one cost more, and why my last "
+        "refund took so long",
+    ),
+    (
+        "en",
+        "Summarise everything I ordered from you and when each order should arrive, "
+        "and suggest a backpack for hiking",
+    ),
+    (
+        "en",
+        "I'm confused about my orders: which ones are already delivered, how much did I "
+        "spend in total, and can I still cancel any of them?",
+    ),
+    ("zh", "帮我比较一下我最近的两个订单，哪个更贵？我上次的退款为什么这么慢？"),
+]
+_FACT = re.compile(r"#?W\d{5,}|\$\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*\.\d{2}")
+
+
+def _allowed_facts(customer_id: str) -> set[str]:
+    """Every order id, amount and price the shopper's own orders, the catalogue, the
+    shipping options and the knowledge base contain: an answer's fact outside it is
+    invented."""
+    from chatbot.orders.backends import get_order_service
+    from knowledge.models import Chunk
+
+    service = get_order_service()
+    allowed: set[str] = set()
+    for order in service.orders_for_customer(customer_id=customer_id):
+        allowed.add(order.order_id.lstrip("#"))
+        allowed.add(f"{order.total:.2f}")
+        allowed.update(f"{r:.2f}" for r in order.refunds)
+        allowed.update(f"{item.price:.2f}" for item in order.items)
+    from chatbot.orders.models import Product
+
+    for product in Product.objects.all():
+        for variant in (product.variants or {}).values():
+            if isinstance(variant, dict) and "price" in variant:
+                allowed.add(f"{float(variant['price']):.2f}")
+    for option in service.shipping_options():
+        allowed.add(f"{option.price:.2f}")
+    for text in Chunk.objects.values_list("text", flat=True):
+        allowed.update(_norm_fact(m) for m in _FACT.findall(text))
+    return allowed
+
+
+def _norm_fact(raw: str) -> str:
+    raw = raw.replace("$", "").replace(",", "").replace(" ", "").lstrip("#")
+    if raw.upper().startswith("W"):
+        return "W" + raw[1:]
+    try:
+        return f"{float(raw):.2f}"
+    except ValueError:
+        return raw
+
+
+def own_orders_run(port: int, shoppers: int) -> dict[str, Any]:
+    """Signed-in shoppers ask large-tier questions about their own orders; every order
+    id and amount in what they were shown must be theirs (or a catalogue/KB figure)."""
+    from chatbot.orders.identity import shopper_token_issue
+    from chatbot.orders.models import Customer, Order
+
+    with_orders = list(
+        Customer.objects.filter(
+            customer_id__in=Order.objects.values_list("customer_id", flat=True)
+        ).order_by("customer_id")[:shoppers]
+    )
+    rows: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        for i, customer in enumerate(with_orders):
+            lang, question = OWN_ORDER_QUESTIONS[i % len(OWN_ORDER_QUESTIONS)]
+            token = shopper_token_issue(customer_id=customer.customer_id)
+            reply = await ask(port, question, f"o{i}", token=token)
+            allowed = await asyncio.to_thread(_allowed_facts, customer.customer_id)
+            facts = [_norm_fact(m) for m in _FACT.findall(reply["text"])]
+            invented = [f for f in facts if f not in allowed]
+            rows.append(
+                {
+                    "customer": customer.customer_id,
+                    "lang": lang,
+                    "question": question,
+                    "tier": reply["done"].get("tier"),
+                    "guard": reply["done"].get("guard"),
+                    "answer": reply["text"],
+                    "facts": facts,
+                    "invented": invented,
+                }
+            )
+
+    asyncio.run(run())
+    return {
+        "shoppers": len(rows),
+        "by_tier": dict(Counter(r["tier"] for r in rows)),
+        "facts_stated": sum(len(r["facts"]) for r in rows),
+        "invented_order_facts": sum(len(r["invented"]) for r in rows),
+        "rows": rows,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -298,6 +407,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--limit", type=int, default=0, help="ask only the first N questions")
     parser.add_argument("--split", default="", help="ask only this split (dev/test)")
+    parser.add_argument(
+        "--own-orders", type=int, default=20, help="signed-in shoppers asking L3 about their orders"
+    )
     args = parser.parse_args(argv)
     setup_django()
     from bench.l1 import DaphneServer, free_port, redis_flush
@@ -319,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
         server.wait_ready()
         log(f"daphne ready in {server.ready_s:.1f}s; asking {len(questions)} questions")
         rows = answers_run(port, questions)
+        own = own_orders_run(port, args.own_orders)
+        log(f"L3 own orders: {own['invented_order_facts']} invented of {own['facts_stated']}")
     finally:
         server.stop()
 
@@ -352,6 +466,9 @@ def main(argv: list[str] | None = None) -> int:
         "checker_release_precision_test": checker["test"]["all"]["release_precision"],
         "checker_release_recall_test": checker["test"]["all"]["release_recall"],
         "checker_contradictions_blocked_test": checker["test"]["all"]["contradictions_blocked"],
+        "l3_own_orders_questions": own["shoppers"],
+        "l3_own_orders_facts_stated": own["facts_stated"],
+        "l3_own_orders_invented_facts": own["invented_order_facts"],
         "seconds": round(time.perf_counter() - started, 1),
     }
     result = {
@@ -364,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         "by_language_and_tier_all": summarise(rows),
         "checker": checker,
         "tiers": dict(Counter(r["tier"] for r in rows)),
+        "l3_own_orders": own,
         "rows": rows,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
