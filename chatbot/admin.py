@@ -24,7 +24,8 @@ THUMBS = {1: "\U0001f44d", 0: "\U0001f44e"}  # Feedback.value of a thumb: 1 up, 
 
 
 def thumb_text(value: int) -> str:
-    return f"{THUMBS.get(value, '?')} {_('up') if value == 1 else _('down')}"
+    word = _("up") if value == 1 else _("down")
+    return f"{THUMBS.get(value, '?')} {word}"
 
 
 def _route_why(message: Message) -> str:

@@ -1,7 +1,8 @@
 """The chat WebSocket consumer: parse a frame, call its service, send what it returns.
 
 The services and the refusals they raise live in ``receive`` and ``refusals``; every
-refusal becomes its ``error`` frame in ``refusal_frame``, and nowhere else.
+refusal becomes its ``error`` frame in ``refusal_frame``, and nowhere else (in the
+conversation's language: ``receive.refusal_frame_for``).
 
 Each turn runs as its own task so the consumer keeps reading frames (pings, more
 messages, the disconnect) while a reply streams; turns of one connection run one at
@@ -39,9 +40,10 @@ from .receive import (
     hello_frame,
     message_receive,
     ping_answer,
+    refusal_frame_for,
     turn_frames,
 )
-from .refusals import Refusal, refusal_frame
+from .refusals import Refusal
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -79,9 +81,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             self.worker.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self.worker
+        await self._group("discard")
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        await self._group("discard")
         received_at = time.perf_counter()
         try:
             frame = frame_parse(text_data, bytes_data)
@@ -105,7 +107,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
                     {"type": "typing", "who": "shopper", "conversation": self.conversation_id},
                 )
         except Refusal as refusal:
-            await self.send_json(refusal_frame(refusal))
+            # In the conversation's language (docs/i18n.md).
+            await self.send_json(
+                await refusal_frame_for(conversation_id=self.conversation_id, refusal=refusal)
+            )
             if refusal.close_code is not None:
                 await self.close(code=refusal.close_code)
 

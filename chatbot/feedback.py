@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext_noop
 
 from releases import clock
 from releases.metrics import rating_record
@@ -52,14 +53,16 @@ def feedback_rate(*, conversation_id: int, message_id: int | None, value: str | 
         kind, stored = Feedback.Kind.THUMB, THUMBS[str(value)]
         reply = replies.filter(pk=message_id).first()
         if reply is None:
-            raise FeedbackError("that message is not a finished reply in this conversation")
+            raise FeedbackError(
+                gettext_noop("that message is not a finished reply in this conversation")
+            )
         lookup = {"message": reply, "kind": kind}
     else:
         kind, stored = Feedback.Kind.SCORE, int(value)
         # A conversation's score is attributed to its last reply's tier, intent, variant.
         reply = replies.order_by("-created_at", "-id").first()
         if reply is None:
-            raise FeedbackError("there is no reply to rate yet")
+            raise FeedbackError(gettext_noop("there is no reply to rate yet"))
         lookup = {"conversation_id": conversation_id, "kind": kind}
     satisfied = _satisfied(kind, stored)
     for _attempt in range(2):
@@ -106,7 +109,7 @@ def feedback_rate(*, conversation_id: int, message_id: int | None, value: str | 
                 return Rated(message_id, value, changed=False)
         except IntegrityError:
             continue  # a second tab rated at the same moment: update its row instead
-    raise FeedbackError("could not store the rating; try again")
+    raise FeedbackError(gettext_noop("could not store the rating; try again"))
 
 
 def conversation_ratings(*, conversation_id: int) -> tuple[dict[int, str], int | None]:

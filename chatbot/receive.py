@@ -123,6 +123,21 @@ async def hello_frame(*, connection: Connection, bot: BotSession) -> dict[str, A
     }
 
 
+# -- refusals ---------------------------------------------------------------------------------
+
+
+async def refusal_frame_for(*, conversation_id: int, refusal: Refusal) -> dict[str, Any]:
+    """A refusal's ``error`` frame in the conversation's language (docs/i18n.md)."""
+    try:
+        language = await database_sync_to_async(selectors.conversation_language)(
+            conversation_id=conversation_id
+        )
+    except DatabaseError:
+        # The database is what failed (StoreUnavailable): the message still goes out.
+        language = "en"
+    return refusal_frame(refusal, language)
+
+
 # -- message ---------------------------------------------------------------------------------
 
 
@@ -251,8 +266,11 @@ async def turn_frames(
             elif isinstance(event, Done):
                 yield event.frame
             elif isinstance(event, Failed):
-                yield refusal_frame(
-                    TurnFailed(code=event.code, message=event.message, message_id=message_id)
+                yield await refusal_frame_for(
+                    conversation_id=conversation_id,
+                    refusal=TurnFailed(
+                        code=event.code, message=event.message, message_id=message_id
+                    ),
                 )
     except asyncio.CancelledError:
         raise
@@ -260,7 +278,9 @@ async def turn_frames(
         # turn_stream stores its own failures; this is the last line of defence so one
         # bad turn never kills the connection.
         logger.exception("turn crashed for message %s", message_id)
-        yield refusal_frame(InternalError(message_id=message_id))
+        yield await refusal_frame_for(
+            conversation_id=conversation_id, refusal=InternalError(message_id=message_id)
+        )
 
 
 # -- identify, rate, ping ----------------------------------------------------------------------

@@ -11,11 +11,26 @@ Other modules' errors are refusals too: ``protocol.ProtocolError`` (a bad frame)
 ``orders.identity.ShopperTokenError`` (``bad_token``).
 
 A leaf module (no imports from the app) so that every layer of the app can raise one.
+
+The message is an English msgid (marked with ``gettext_noop`` for makemessages) and its
+``%(name)s`` parameters; ``refusal_frame`` translates it into the conversation's
+language (docs/i18n.md), so a refusal raised anywhere needs no language of its own.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from django.utils import translation
+from django.utils.translation import gettext, gettext_noop
+
+# A conversation's language (Conversation.language) -> Django's language code.
+DJANGO_LANGUAGES = {"en": "en", "zh": "zh-hans"}
+
+
+def django_language(language: str | None) -> str:
+    """The Django language for a conversation's ``language`` (English if unknown)."""
+    return DJANGO_LANGUAGES.get((language or "en").split("-")[0].lower(), "en")
 
 
 class Refusal(Exception):
@@ -25,18 +40,39 @@ class Refusal(Exception):
     code: str = "internal_error"
     close_code: int | None = None
 
-    def __init__(self, message: str, *, code: str | None = None, **fields: Any) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        params: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> None:
+        super().__init__(message % params if params else message)
+        self.message = message  # the msgid
+        self.params = params or {}
         if code is not None:
             self.code = code
         # Extra fields of the frame, in wire order (``reply_to``, ``message_id``, ...).
         self.fields: dict[str, Any] = fields
 
 
-def refusal_frame(refusal: Refusal) -> dict[str, Any]:
-    """The ``error`` frame of a refusal: the one place error frames are built."""
-    return {"type": "error", "code": refusal.code, "message": refusal.message, **refusal.fields}
+def refusal_text(refusal: Refusal, language: str | None = "en") -> str:
+    """The refusal's message in a conversation's language (``en``, ``zh``)."""
+    with translation.override(django_language(language)):
+        text = gettext(refusal.message)
+    return text % refusal.params if refusal.params else text
+
+
+def refusal_frame(refusal: Refusal, language: str | None = "en") -> dict[str, Any]:
+    """The ``error`` frame of a refusal: the one place error frames are built. The
+    message is in the conversation's ``language``; the code stays the same."""
+    return {
+        "type": "error",
+        "code": refusal.code,
+        "message": refusal_text(refusal, language),
+        **refusal.fields,
+    }
 
 
 # -- storing and answering a message -------------------------------------------------------
@@ -50,7 +86,7 @@ class StoreUnavailable(Refusal):
 
     def __init__(self, *, reply_to: str, retry_after: int = 2) -> None:
         super().__init__(
-            "We couldn't save your message just now; it will be sent again.",
+            gettext_noop("We couldn't save your message just now; it will be sent again."),
             reply_to=reply_to,
             retry_after=retry_after,
         )
@@ -65,7 +101,9 @@ class RateLimited(Refusal):
 
     def __init__(self, *, reply_to: str, message_id: int, retry_after: int, limit: str) -> None:
         super().__init__(
-            "You're sending messages too fast; this one is saved. Please try again shortly.",
+            gettext_noop(
+                "You're sending messages too fast; this one is saved. Please try again shortly."
+            ),
             reply_to=reply_to,
             message_id=message_id,
             retry_after=retry_after,
@@ -83,7 +121,7 @@ class TooManyQueued(Refusal):
 
     def __init__(self, *, reply_to: str, retry_after: int = 5) -> None:
         super().__init__(
-            "Too many messages at once; this one is saved but won't be answered.",
+            gettext_noop("Too many messages at once; this one is saved but won't be answered."),
             reply_to=reply_to,
             retry_after=retry_after,
         )
@@ -105,12 +143,12 @@ class BotRefusal(Refusal):
 
 class BotChallenge(BotRefusal):
     code = "bot_challenge"
-    text = "Please confirm you're here: press the button below to send your message."
+    text = gettext_noop("Please confirm you're here: press the button below to send your message.")
 
 
 class BotRefused(BotRefusal):
     code = "bot_refused"
-    text = (
+    text = gettext_noop(
         "This message looks automated, so it wasn't answered. If you're a person, "
         "please reload the page and try again."
     )
@@ -120,7 +158,7 @@ class BotCheckRequired(BotRefusal):
     """No fingerprint at all: not our widget. The connection is closed after the frame."""
 
     code = "bot_check_required"
-    text = "This chat only works from the shop's chat widget."
+    text = gettext_noop("This chat only works from the shop's chat widget.")
     close_code = 4403
 
 
@@ -141,7 +179,9 @@ class IdentityConflict(Refusal):
     code = "identity_conflict"
 
     def __init__(self) -> None:
-        super().__init__("This conversation belongs to another shopper; start a new one.")
+        super().__init__(
+            gettext_noop("This conversation belongs to another shopper; start a new one.")
+        )
 
 
 class TurnFailed(Refusal):
@@ -158,6 +198,6 @@ class InternalError(TurnFailed):
     def __init__(self, *, message_id: int) -> None:
         super().__init__(
             code="internal_error",
-            message="Something went wrong on our side; your message is saved.",
+            message=gettext_noop("Something went wrong on our side; your message is saved."),
             message_id=message_id,
         )

@@ -56,5 +56,14 @@ def conversation_recent_turns(
     return [(role, text) for role, text in rows]
 
 
+def conversation_language(*, conversation_id: int) -> str:
+    """The conversation's language (``en``, ``zh``): what the server's own messages are
+    written in (chatbot/refusals.py)."""
+    language = (
+        Conversation.objects.filter(pk=conversation_id).values_list("language", flat=True).first()
+    )
+    return language or "en"
+
+
 def conversation_get(*, conversation_id: int) -> Conversation:
     return Conversation.objects.get(pk=conversation_id)

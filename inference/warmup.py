@@ -32,10 +32,13 @@ class Readiness:
     finished_at: float = 0.0
     requests: int = 0
     roles: list[str] = field(default_factory=list)
+    # What the warm-up is doing now, for whoever waits on /readyz (`make run` prints it).
+    stage: str = "starting"
 
     def as_dict(self) -> dict[str, object]:
         return {
             "ready": self.ready.is_set(),
+            "stage": self.stage,
             "error": self.error,
             "warmup_requests": self.requests,
             "roles": self.roles,
@@ -66,21 +69,25 @@ def warmup_run(
     done: set[str] = set()
     try:
         for load in preload:
+            state.stage = f"preloading {getattr(load, '__name__', 'data')}"
             load()
         if roles is None and settings.TIERDESK_L1_COMPRESSION:
             # spaCy + jieba load in ~3 s: not in the first L1 turn either.
             from inference.compress import compress_warm_up
 
+            state.stage = "loading spaCy and jieba"
             compress_warm_up()
         for role in roles if roles is not None else settings.TIERDESK_WARM_ROLES:
             real = resolve_role(role)
             if real in done:
                 continue
             done.add(real)
+            state.stage = f"loading the {real} model"
             backend = get_backend(real)
             backend.load()
             chat = bool(getattr(backend, "chat", False))
             for i in range(count):
+                state.stage = f"warming up the {real} model ({i + 1}/{count})"
                 tokens = WARMUP_TOKENS[i % len(WARMUP_TOKENS)]
                 text = "Warm-up: say hello to a shopper."
                 request = (
@@ -95,9 +102,11 @@ def warmup_run(
     except Exception as exc:
         # Not ready, and say why: /readyz shows the error (a missing model file, say).
         state.error = str(exc)
+        state.stage = "failed"
         logger.exception("warm-up failed")
         return state
     state.finished_at = time.perf_counter()
+    state.stage = "ready"
     state.ready.set()
     logger.info("warm-up done: %s", state.as_dict())
     return state

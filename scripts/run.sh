@@ -19,14 +19,23 @@ pids+=($!)
 .venv/bin/daphne -b "$HOST" -p "$PORT" config.asgi:application >var/log/daphne.log 2>&1 &
 pids+=($!)
 
-echo "Loading and warming up the models (see var/log/daphne.log)..."
-for _ in $(seq 1 240); do
-  if curl -fsS "http://$HOST:$PORT/readyz" >/dev/null 2>&1; then break; fi
+echo "Loading and warming up the models (up to 2 minutes; details in var/log/daphne.log)..."
+# Progress: /readyz names the warm-up's stage (inference/warmup.py); print each change.
+started=$SECONDS last=""
+for _ in $(seq 1 480); do
+  body=$(curl -sS "http://$HOST:$PORT/readyz" 2>/dev/null || true)
+  stage=$(printf '%s' "$body" | sed -n 's/.*"stage": "\([^"]*\)".*/\1/p')
+  [ -n "$body" ] && [ -z "$stage" ] && stage="starting"
+  [ -z "$body" ] && stage="starting Daphne"
+  if [ "$stage" != "$last" ]; then
+    printf '  [%3ds] %s\n' "$((SECONDS - started))" "$stage"
+    last=$stage
+  fi
+  case "$stage" in ready|failed) break ;; esac
   if ! kill -0 "${pids[1]}" 2>/dev/null; then echo "Daphne exited:"; tail -n 30 var/log/daphne.log; exit 1; fi
   sleep 0.5
 done
-curl -fsS "http://$HOST:$PORT/readyz" || { echo "not ready:"; curl -sS "http://$HOST:$PORT/readyz"; exit 1; }
-echo
+curl -fsS "http://$HOST:$PORT/readyz" >/dev/null || { echo "not ready:"; curl -sS "http://$HOST:$PORT/readyz"; exit 1; }
 echo "Tierdesk is ready."
 echo "  Demo shop with the chat widget: http://$HOST:$PORT/"
 echo "  Django admin (demo login admin / admin): http://$HOST:$PORT/admin/"

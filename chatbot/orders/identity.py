@@ -33,6 +33,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.core.mail import send_mail
+from django.utils.translation import gettext_noop
 
 from ..refusals import Refusal
 from .types import Customer, OrderService
@@ -71,18 +72,18 @@ def _b64encode(raw: bytes) -> str:
 
 def _b64decode(text: str) -> bytes:
     if not _B64URL_RE.match(text):
-        raise ShopperTokenError("malformed", "token is not base64url")
+        raise ShopperTokenError("malformed", gettext_noop("token is not base64url"))
     try:
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     except (binascii.Error, ValueError) as exc:
-        raise ShopperTokenError("malformed", "token is not base64url") from exc
+        raise ShopperTokenError("malformed", gettext_noop("token is not base64url")) from exc
 
 
 def _key() -> bytes:
     key = settings.TIERDESK_SHOPPER_TOKEN_KEY
     if not key:
         # No key configured means no token can be trusted, not that every token is.
-        raise ShopperTokenError("forged", "shopper tokens are not configured")
+        raise ShopperTokenError("forged", gettext_noop("shopper tokens are not configured"))
     return str(key).encode("utf-8")
 
 
@@ -104,25 +105,25 @@ def shopper_token_issue(*, customer_id: str, vip: bool = False, ttl_s: int | Non
 def shopper_token_verify(*, token: str) -> ShopperClaims:
     """The token's claims, or ShopperTokenError if it is malformed, forged or expired."""
     if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_CHARS:
-        raise ShopperTokenError("malformed", "token is empty or too long")
+        raise ShopperTokenError("malformed", gettext_noop("token is empty or too long"))
     parts = token.strip().split(".")
     if len(parts) == 3:
         return _jwt_claims(token.strip())
     if len(parts) != 2:
-        raise ShopperTokenError("malformed", "token must be payload.signature")
+        raise ShopperTokenError("malformed", gettext_noop("token must be payload.signature"))
     payload_part, signature_part = parts
     signature = _b64decode(signature_part)
     payload_raw = _b64decode(payload_part)
     # The signature is checked before the payload is parsed: nothing an attacker
     # wrote is interpreted until we know the shop wrote it.
     if not hmac.compare_digest(signature, _sign(payload_part)):
-        raise ShopperTokenError("forged", "token signature does not match")
+        raise ShopperTokenError("forged", gettext_noop("token signature does not match"))
     try:
         payload: Any = json.loads(payload_raw)
     except ValueError as exc:
-        raise ShopperTokenError("malformed", "token payload is not JSON") from exc
+        raise ShopperTokenError("malformed", gettext_noop("token payload is not JSON")) from exc
     if not isinstance(payload, dict):
-        raise ShopperTokenError("malformed", "token payload is not an object")
+        raise ShopperTokenError("malformed", gettext_noop("token payload is not an object"))
     return _claims(payload)
 
 
@@ -132,19 +133,21 @@ def _claims(payload: dict[str, Any]) -> ShopperClaims:
     vip = payload.get("vip", False)
     exp = payload.get("exp")
     if not isinstance(customer_id, str) or not 0 < len(customer_id) <= MAX_CUSTOMER_ID_CHARS:
-        raise ShopperTokenError("malformed", "customer_id must be a non-empty string")
+        raise ShopperTokenError("malformed", gettext_noop("customer_id must be a non-empty string"))
     if not isinstance(vip, bool):
-        raise ShopperTokenError("malformed", "vip must be a boolean")
+        raise ShopperTokenError("malformed", gettext_noop("vip must be a boolean"))
     if not isinstance(exp, int) or isinstance(exp, bool):
-        raise ShopperTokenError("malformed", "exp must be an integer (unix seconds)")
+        raise ShopperTokenError("malformed", gettext_noop("exp must be an integer (unix seconds)"))
 
     now = time.time()
     if now >= exp:
-        raise ShopperTokenError("expired", "token has expired")
+        raise ShopperTokenError("expired", gettext_noop("token has expired"))
     if exp - now > settings.TIERDESK_SHOPPER_TOKEN_MAX_AGE_S + CLOCK_SKEW_S:
         # A leaked token must not stay usable for longer than the configured maximum,
         # whatever lifetime the signer chose.
-        raise ShopperTokenError("expired", "token lifetime exceeds the allowed maximum")
+        raise ShopperTokenError(
+            "expired", gettext_noop("token lifetime exceeds the allowed maximum")
+        )
     return ShopperClaims(
         customer_id=customer_id, vip=vip, expires_at=datetime.fromtimestamp(exp, tz=UTC)
     )
@@ -213,20 +216,20 @@ def _jwt_claims(token: str) -> ShopperClaims:
     try:
         header = jwt.get_unverified_header(token)
     except jwt.InvalidTokenError as exc:
-        raise ShopperTokenError("malformed", "JWT header is not readable") from exc
+        raise ShopperTokenError("malformed", gettext_noop("JWT header is not readable")) from exc
     # Only HS256: "none" and asymmetric algorithms (key confusion) are refused outright.
     if header.get("alg") != "HS256":
-        raise ShopperTokenError("malformed", "JWT must be signed with HS256")
+        raise ShopperTokenError("malformed", gettext_noop("JWT must be signed with HS256"))
     keys: dict[str, str] = settings.TIERDESK_SHOPPER_JWT_KEYS
     kid = header.get("kid")
     if not isinstance(kid, str) or kid not in keys:
-        raise ShopperTokenError("forged", "JWT key id is unknown")
+        raise ShopperTokenError("forged", gettext_noop("JWT key id is unknown"))
     try:
         payload = jwt.decode(token, keys[kid], algorithms=["HS256"], options={"require": ["exp"]})
     except jwt.ExpiredSignatureError as exc:
-        raise ShopperTokenError("expired", "token has expired") from exc
+        raise ShopperTokenError("expired", gettext_noop("token has expired")) from exc
     except jwt.InvalidSignatureError as exc:
-        raise ShopperTokenError("forged", "token signature does not match") from exc
+        raise ShopperTokenError("forged", gettext_noop("token signature does not match")) from exc
     except jwt.InvalidTokenError as exc:
         raise ShopperTokenError("malformed", f"JWT is not valid: {type(exc).__name__}") from exc
     return _claims(

@@ -98,6 +98,10 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The admin's and the console's language from the browser (Accept-Language) or
+    # the admin's language cookie; the chat follows the conversation's language instead
+    # (chatbot/refusals.py). docs/i18n.md.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -213,7 +217,11 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 MEDIA_ROOT = VAR_DIR / "media"
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# The languages Tierdesk is translated into (locale/, compiled by setup): English and
+# Simplified Chinese, as the widget, the reply templates and the knowledge base.
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

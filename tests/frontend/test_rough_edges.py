@@ -198,3 +198,57 @@ def test_conversation_language_follows_its_messages() -> None:
     message_store(conversation_id=conv.pk, client_id="d", text="where is my order please")
     conv.refresh_from_db()
     assert conv.language == "en"
+
+
+# -- item 13: the server's own messages in the conversation's language (EN, ZH) --------
+
+
+def test_refusals_render_in_the_conversations_language() -> None:
+    from chatbot.protocol import ProtocolError, frame_parse
+    from chatbot.refusals import RateLimited, refusal_frame
+
+    limited = RateLimited(reply_to="c1", message_id=3, retry_after=5, limit="session")
+    en, zh = refusal_frame(limited, "en"), refusal_frame(limited, "zh")
+    assert en["message"].startswith("You're sending messages too fast")
+    assert zh["message"] == "您发送消息太快了；这条消息已保存，请稍后再试。"
+    # Only the words change: the code and the fields are the same.
+    assert {k: v for k, v in en.items() if k != "message"} == {
+        k: v for k, v in zh.items() if k != "message"
+    }
+    with pytest.raises(ProtocolError) as caught:
+        frame_parse('{"type": "message", "id": "c2", "text": "' + "x" * 5000 + '"}', None)
+    assert refusal_frame(caught.value, "zh")["message"] == "消息超过 2000 个字符"
+    assert refusal_frame(caught.value, "en")["message"] == "message is longer than 2000 characters"
+    assert str(caught.value) == "message is longer than 2000 characters"  # logs stay English
+
+
+async def test_a_chinese_conversation_gets_its_errors_in_chinese(
+    seeded_shop: None, fake_models: Any
+) -> None:
+    comm, _hello = await connect()
+    await comm.send_json_to({"type": "message", "id": "e1", "text": "   "})
+    assert (await comm.receive_json_from())["message"] == "message is empty"
+    await send(comm, "我的订单什么时候到？", "c1")
+    await frames_until_end(comm)  # ack, the reply
+    await comm.send_json_to({"type": "message", "id": "e2", "text": "   "})
+    error = await comm.receive_json_from()
+    assert error["code"] == "empty_message" and error["message"] == "消息为空"
+    await comm.send_json_to({"type": "rate", "message_id": 999999, "value": "up"})
+    error = await comm.receive_json_from()
+    assert error["code"] == "unknown_message"
+    assert error["message"] == "该消息不是本对话中已完成的回复"
+    await comm.disconnect()
+
+
+def test_admin_and_console_speak_the_browsers_language(admin_client: Any) -> None:
+    conv, _reply = _conversation_with_turns()
+    zh = {"HTTP_ACCEPT_LANGUAGE": "zh-CN,zh;q=0.9"}
+    page = admin_client.get(f"/admin/chatbot/conversation/{conv.pk}/change/", **zh)
+    html = page.content.decode()
+    assert '<html lang="zh-hans"' in html
+    assert "技术细节" in html and "详情" in html  # ours
+    assert "保存" in html or "历史" in html  # Django's own admin strings
+    console = admin_client.get("/operators/?hours=24", **zh).content.decode()
+    assert "运营控制台" in console and "最近 24 小时" in console
+    english = admin_client.get("/operators/?hours=24", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "operator console" in english and "Last 24 h" in english
