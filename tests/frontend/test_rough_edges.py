@@ -252,3 +252,37 @@ def test_admin_and_console_speak_the_browsers_language(admin_client: Any) -> Non
     assert "运营控制台" in console and "最近 24 小时" in console
     english = admin_client.get("/operators/?hours=24", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert "operator console" in english and "Last 24 h" in english
+
+
+# -- item 14: progress while models load, and during setup --------------------------------
+
+
+def test_readyz_names_the_warm_up_stage_as_it_goes(client: Any, monkeypatch: Any) -> None:
+    from inference import warmup
+
+    fresh = warmup.Readiness()
+    monkeypatch.setattr("inference.warmup.READINESS", fresh)
+    monkeypatch.setattr("config.views.READINESS", fresh)
+    seen: list[dict[str, Any]] = []
+
+    def router_snapshot_get() -> None:
+        # What `make run` polls while this preload runs.
+        seen.append(client.get("/readyz").json())
+
+    assert client.get("/readyz").json()["stage"] == "starting"
+    warmup.warmup_run(roles=[], requests=0, preload=[router_snapshot_get])
+    assert seen[0]["stage"] == "preloading router_snapshot_get" and seen[0]["ready"] is False
+    done = client.get("/readyz")
+    assert done.status_code == 200 and done.json()["stage"] == "ready"
+
+
+def test_setup_and_run_show_progress() -> None:
+    from pathlib import Path
+
+    scripts = Path(__file__).resolve().parents[2] / "scripts"
+    setup = (scripts / "setup.sh").read_text()
+    pip_lines = [line for line in setup.splitlines() if "pip install" in line]
+    assert pip_lines and not [line for line in pip_lines if " -q" in line]
+    assert setup.count('step "') >= 6 and "compilemessages" in setup
+    run = (scripts / "run.sh").read_text()
+    assert '"stage"' in run and "printf" in run
