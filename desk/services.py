@@ -8,6 +8,7 @@ hold, nothing else (``conversation_detail`` raises ``DeskDenied`` for the rest).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,14 +180,34 @@ class Outcome:
     reason: str = ""
 
 
-def claim(*, agent_id: int, conversation_id: int) -> Outcome:
+def _audited(
+    change: Callable[[], bool],
+    refused: str,
+    *,
+    agent_id: int,
+    conversation_id: int,
+    action: str,
+    detail: dict[str, Any] | None = None,
+) -> Outcome:
+    """Run one conditional state change and log it in the same transaction; ``refused``
+    is the reason given when the change matched nothing."""
     with transaction.atomic():
-        if not handoff_claim(conversation_id=conversation_id, agent_id=agent_id):
-            return Outcome(False, "taken")
+        if not change():
+            return Outcome(False, refused)
         AuditEvent.objects.create(
-            conversation_id=conversation_id, actor_id=agent_id, action=AuditEvent.Action.CLAIM
+            conversation_id=conversation_id, actor_id=agent_id, action=action, detail=detail or {}
         )
     return Outcome(True)
+
+
+def claim(*, agent_id: int, conversation_id: int) -> Outcome:
+    return _audited(
+        lambda: handoff_claim(conversation_id=conversation_id, agent_id=agent_id),
+        "taken",
+        agent_id=agent_id,
+        conversation_id=conversation_id,
+        action=AuditEvent.Action.CLAIM,
+    )
 
 
 def transfer(*, agent_id: int, conversation_id: int, to_agent_id: int) -> Outcome:
@@ -195,28 +216,26 @@ def transfer(*, agent_id: int, conversation_id: int, to_agent_id: int) -> Outcom
     target = get_user_model().objects.filter(pk=to_agent_id, is_active=True).first()
     if target is None or not (target.groups.filter(name=AGENTS_GROUP).exists() or is_agent(target)):
         return Outcome(False, "unknown_agent")
-    with transaction.atomic():
-        if not handoff_transfer(
+    return _audited(
+        lambda: handoff_transfer(
             conversation_id=conversation_id, from_agent_id=agent_id, to_agent_id=to_agent_id
-        ):
-            return Outcome(False, "not_yours")
-        AuditEvent.objects.create(
-            conversation_id=conversation_id,
-            actor_id=agent_id,
-            action=AuditEvent.Action.TRANSFER,
-            detail={"to": to_agent_id},
-        )
-    return Outcome(True)
+        ),
+        "not_yours",
+        agent_id=agent_id,
+        conversation_id=conversation_id,
+        action=AuditEvent.Action.TRANSFER,
+        detail={"to": to_agent_id},
+    )
 
 
 def resolve(*, agent_id: int, conversation_id: int) -> Outcome:
-    with transaction.atomic():
-        if not handoff_resolve(conversation_id=conversation_id, agent_id=agent_id):
-            return Outcome(False, "not_yours")
-        AuditEvent.objects.create(
-            conversation_id=conversation_id, actor_id=agent_id, action=AuditEvent.Action.RESOLVE
-        )
-    return Outcome(True)
+    return _audited(
+        lambda: handoff_resolve(conversation_id=conversation_id, agent_id=agent_id),
+        "not_yours",
+        agent_id=agent_id,
+        conversation_id=conversation_id,
+        action=AuditEvent.Action.RESOLVE,
+    )
 
 
 def note_add(*, agent_id: int, conversation_id: int, text: str) -> Note:

@@ -363,3 +363,34 @@ def test_a_shoppers_tickets_are_exported_and_erased_with_their_data(db: None) ->
     counts = shopper_erase(customer_id="jane_1", emails=["jane@x.example"])
     assert counts["desk"] == 2
     assert list(Ticket.objects.values_list("question", flat=True)) == ["someone else"]
+
+
+def test_transfer_moves_the_conversation_and_is_audited() -> None:
+    from chatbot.handoff import handoff_status
+
+    a, b = user_make("tara", first_name="Tara"), user_make("uma", first_name="Uma")
+    outsider = user_make("nobody_special", group=None)
+    conversation = queued_conversation()
+    assert services.claim(agent_id=a.pk, conversation_id=conversation.pk).ok
+    # Only to an agent, and only by the holder.
+    assert services.transfer(
+        agent_id=a.pk, conversation_id=conversation.pk, to_agent_id=outsider.pk
+    ) == services.Outcome(False, "unknown_agent")
+    assert not services.transfer(
+        agent_id=b.pk, conversation_id=conversation.pk, to_agent_id=b.pk
+    ).ok
+    assert services.transfer(agent_id=a.pk, conversation_id=conversation.pk, to_agent_id=b.pk).ok
+    assert [c["id"] for c in services.inbox(agent_id=b.pk)["mine"]] == [conversation.pk]
+    assert services.inbox(agent_id=a.pk)["mine"] == []
+    assert handoff_status(conversation_id=conversation.pk) == {
+        "type": "handoff",
+        "status": "claimed",
+        "agent": "Uma",
+    }
+    assert not services.resolve(agent_id=a.pk, conversation_id=conversation.pk).ok
+    assert services.resolve(agent_id=b.pk, conversation_id=conversation.pk).ok
+    assert list(
+        AuditEvent.objects.filter(conversation=conversation)
+        .order_by("id")
+        .values_list("action", "actor__username", "detail")
+    ) == [("claim", "tara", {}), ("transfer", "tara", {"to": b.pk}), ("resolve", "uma", {})]
