@@ -19,20 +19,23 @@ pids+=($!)
 .venv/bin/daphne -b "$HOST" -p "$PORT" config.asgi:application >var/log/daphne.log 2>&1 &
 pids+=($!)
 
-echo "Loading and warming up the models (up to 2 minutes; details in var/log/daphne.log)..."
+echo "Loading and warming up the models (a minute or two; details in var/log/daphne.log)..."
 # Progress: /readyz names the warm-up's stage (inference/warmup.py); print each change.
-started=$SECONDS last=""
-for _ in $(seq 1 480); do
+# Give up only when the stage stands still for STALL_S (a busy machine is slow, not stuck).
+STALL_S=300
+started=$SECONDS changed=$SECONDS last=""
+while :; do
   body=$(curl -sS "http://$HOST:$PORT/readyz" 2>/dev/null || true)
   stage=$(printf '%s' "$body" | sed -n 's/.*"stage": "\([^"]*\)".*/\1/p')
   [ -n "$body" ] && [ -z "$stage" ] && stage="starting"
   [ -z "$body" ] && stage="starting Daphne"
   if [ "$stage" != "$last" ]; then
     printf '  [%3ds] %s\n' "$((SECONDS - started))" "$stage"
-    last=$stage
+    last=$stage changed=$SECONDS
   fi
   case "$stage" in ready|failed) break ;; esac
   if ! kill -0 "${pids[1]}" 2>/dev/null; then echo "Daphne exited:"; tail -n 30 var/log/daphne.log; exit 1; fi
+  if [ $((SECONDS - changed)) -ge "$STALL_S" ]; then echo "no progress for ${STALL_S}s"; break; fi
   sleep 0.5
 done
 curl -fsS "http://$HOST:$PORT/readyz" >/dev/null || { echo "not ready:"; curl -sS "http://$HOST:$PORT/readyz"; exit 1; }
