@@ -100,16 +100,11 @@ class ConversationAdmin(admin.ModelAdmin):
     )
     list_filter = ("handoff", "identity", "vip", "language")
     search_fields = ("public_id", "customer_id", "messages__text")
-    # The session key lets whoever holds it read the conversation: it is never shown,
-    # listed or searchable here (tests/chatbot/test_privacy.py).
-    readonly_fields = (
-        "transcript",
-        "public_id",
-        "customer_id",
-        "identity",
-        "vip",
-        "language",
-        "handoff",
+    # The transcript first; what only an engineer needs is folded below it. The session
+    # key lets whoever holds it read the conversation: it is never shown, listed or
+    # searchable here (tests/chatbot/test_privacy.py).
+    shopper_fields = ("public_id", "customer_id", "identity", "vip", "language", "handoff")
+    technical_fields = (
         "handoff_agent",
         "state",
         "client_ip",
@@ -118,29 +113,16 @@ class ConversationAdmin(admin.ModelAdmin):
         "updated_at",
         "token_budget",
     )
-    # The transcript first; what only an engineer needs is folded below it.
     fieldsets = (
         (None, {"fields": ("transcript",)}),
-        (
-            gettext_lazy("Shopper"),
-            {"fields": ("public_id", "customer_id", "identity", "vip", "language", "handoff")},
-        ),
+        (gettext_lazy("Shopper"), {"fields": shopper_fields}),
         (
             gettext_lazy("Technical details"),
-            {
-                "classes": ("collapse",),
-                "fields": (
-                    "handoff_agent",
-                    "state",
-                    "client_ip",
-                    "user_agent",
-                    "created_at",
-                    "updated_at",
-                    "token_budget",
-                ),
-            },
+            {"classes": ("collapse",), "fields": technical_fields},
         ),
     )
+    # Everything shown is read-only: conversations are written by the chat only.
+    readonly_fields = ("transcript", *shopper_fields, *technical_fields)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         # The list's columns in one query: the last shopper message, the 1-5 score and

@@ -58,15 +58,10 @@ async def test_history_carries_a_replys_citations_with_their_heading(seeded_shop
 
     def store() -> int:
         conv = Conversation.objects.get(session_key=hello["session"])
-        ask = Message.objects.create(
-            conversation=conv, role="user", text="do gift cards expire?", status="received"
-        )
-        reply = Message.objects.create(
-            conversation=conv,
-            role="bot",
-            reply_to=ask,
-            text="No, gift cards never expire.",
-            status="complete",
+        reply = _exchange(
+            conv,
+            "do gift cards expire?",
+            "No, gift cards never expire.",
             tier="L2",
             metadata={"citations": [citation], "actions": [], "guard": "passed"},
         )
@@ -103,20 +98,26 @@ def test_a_passage_citation_names_its_heading_not_only_the_slug() -> None:
 # -- item 12: the admin's conversation page is a transcript; the lists say more --------
 
 
+def _exchange(conv: Conversation, question: str, answer: str, **reply: Any) -> Message:
+    """A stored shopper message (message_store, as the chat stores it) and its reply."""
+    from chatbot.services import message_store
+
+    ask, _ = message_store(conversation_id=conv.pk, client_id=question[:60], text=question)
+    return Message.objects.create(
+        conversation=conv, role="bot", reply_to=ask, text=answer, status="complete", **reply
+    )
+
+
 def _conversation_with_turns() -> tuple[Conversation, Message]:
     from django.utils import timezone
 
     from chatbot.models import Feedback
-    from chatbot.services import message_store
 
     conv = Conversation.objects.create(customer_id="james_li_5688")
-    ask, _ = message_store(conversation_id=conv.pk, client_id="c1", text="我的订单在哪里？")
-    reply = Message.objects.create(
-        conversation=conv,
-        role="bot",
-        reply_to=ask,
-        text="您的订单 #W2611340 已发货。",
-        status="complete",
+    reply = _exchange(
+        conv,
+        "我的订单在哪里？",
+        "您的订单 #W2611340 已发货。",
         tier="L1",
         intent="order_status",
         model="gemma-3-270m",
