@@ -36,7 +36,7 @@ while :; do
   case "$stage" in ready|failed) break ;; esac
   if ! kill -0 "${pids[1]}" 2>/dev/null; then echo "Daphne exited:"; tail -n 30 var/log/daphne.log; exit 1; fi
   if [ $((SECONDS - changed)) -ge "$STALL_S" ]; then echo "no progress for ${STALL_S}s"; break; fi
-  sleep 0.5
+  sleep 1
 done
 curl -fsS "http://$HOST:$PORT/readyz" >/dev/null || { echo "not ready:"; curl -sS "http://$HOST:$PORT/readyz"; exit 1; }
 echo "Tierdesk is ready."
