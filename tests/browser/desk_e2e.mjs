@@ -147,7 +147,7 @@ try {
 
   // Resolve: the shopper sees the person leave and may rate them; the bot answers again.
   await agent.click("#resolve");
-  await shadowWait(shopper, `return [...root.querySelectorAll(".system.handoff")].some((n) => /left/.test(n.textContent));`);
+  await shadowWait(shopper, `return [...root.querySelectorAll(".system.handoff-note")].some((n) => /left/.test(n.textContent));`);
   step("resolved");
   result.rate_label = await shadow(shopper, `return root.querySelector(".csat-label").textContent;`);
   const botsBefore = await shadow(shopper, `return root.querySelectorAll(".msg.bot:not(.greeting):not(.agent)[data-tier]").length;`);

@@ -1121,11 +1121,11 @@
         this._agent = f.agent || "";
         bar.textContent = t.joined(this._agent);
         bar.hidden = false;
-        if (!quiet && was !== "claimed") this._system(t.joined(this._agent), "handoff");
+        if (!quiet && was !== "claimed") this._system(t.joined(this._agent), "handoff-note");
       } else if (f.status === "resolved") {
         bar.hidden = true;
         this._typing.hidden = true;
-        this._system(t.left(f.agent || this._agent || ""), "handoff");
+        this._system(t.left(f.agent || this._agent || ""), "handoff-note");
         this._csatLabel.textContent = t.rateChatPerson(f.agent || this._agent || "");
         this._csat.hidden = false;
         this._handoff = "none";
