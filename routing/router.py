@@ -19,7 +19,7 @@ from django.conf import settings
 
 from inference.versioned import VersionedCache
 from knowledge.text import language_detect
-from routing.classifier import TrainedClassifier, classifier_get
+from routing.classifier import TrainedClassifier, classifier_get, message_embedding
 from routing.models import Intent, Rule, SlotPattern
 from routing.order_ids import order_id_normalize
 from routing.text import text_normalise, text_tokens
@@ -286,9 +286,10 @@ def route_decide(
         )
     # The rule and classifier caches refresh independently: an intent disabled after
     # this classifier was trained must still never be chosen.
+    embedding = message_embedding(text) if snapshot.classifier.embedding_dim else None
     scores = [
         (intent, prob)
-        for intent, prob in snapshot.classifier.predict(text=normalised)
+        for intent, prob in snapshot.classifier.predict(text=normalised, embedding=embedding)
         if intent in snapshot.intent_tiers
     ]
     if not scores:

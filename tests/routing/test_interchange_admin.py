@@ -101,7 +101,7 @@ def test_retraining_page_shows_progress_then_the_trained_model(
     result = router_model_train(version=version)
 
     assert result["outcome"] == "trained"
-    assert stages[:2] == ["reading the examples", "TF-IDF features of 2 examples"]
+    assert stages[:2] == ["reading the examples", "fitting 2 intents on 2 examples"]
     run = RetrainRun.objects.get(router_version=version)
     assert (run.status, run.progress) == (RetrainRun.DONE, 1.0)
     assert run.result["samples"] == 2
