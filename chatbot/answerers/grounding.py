@@ -87,6 +87,11 @@ class CatalogueRow:
         stock = "available" if self.available else "sold out"
         return f"{rank}. {self.product}, item {self.item_id}, {opts}, price ${self.price}, {stock}."
 
+    def short(self) -> str:
+        """The row as a shopper reads it (the abstain reply's extract)."""
+        stock = "available" if self.available else "sold out"
+        return f"{self.product} ({', '.join(self.options.values())}) at ${self.price}, {stock}."
+
 
 @dataclass
 class ShopContext:
@@ -97,6 +102,7 @@ class ShopContext:
     # The same orders as one-fact sentences (``order_facts``): what replies are checked on.
     order_facts: list[str] = field(default_factory=list)
     catalogue_lines: list[str] = field(default_factory=list)
+    catalogue_rows: list[CatalogueRow] = field(default_factory=list)
     kb_passages: list[str] = field(default_factory=list)
     citations: list[dict[str, Any]] = field(default_factory=list)
     # The shopper's own orders were read (so the reply is personal: never cached).
@@ -124,6 +130,15 @@ class ShopContext:
         return "\n\n".join(
             f"{title}:\n" + "\n".join(lines) for title, lines in self.sections() if lines
         )
+
+    def extract(self) -> str:
+        """What the records plainly say, for a reply the model couldn't back: the
+        order summary line (no refunds, no orders, not signed in) and the first two
+        catalogue rows. Shop data word for word, so nothing in it is invented."""
+        summaries = {v for labels in LABELS.values() for v in labels.values()}
+        parts = [line for line in self.order_lines if line in summaries][:1]
+        parts += [row.short() for row in self.catalogue_rows[:2]]
+        return " ".join(parts)
 
     def passages(self) -> list[str]:
         """The context as passages for the checks: the orders' facts, then every
@@ -323,6 +338,7 @@ def shop_context(
         line = row.line(rank)
         if _fits(line, used, catalogue_cap):
             ctx.catalogue_lines.append(line)
+            ctx.catalogue_rows.append(row)
             used += estimate_tokens(line)
     if products:
         ctx.explain["products"] = products

@@ -29,6 +29,7 @@ from inference.context import history_select
 from inference.prompts import SYSTEM_PROMPT, chat_messages, l3_question
 from inference.sanitize import prompt_sanitize
 from routing import types as rt
+from routing.templates import template_render
 
 from .base import (
     AnswerPlan,
@@ -102,6 +103,7 @@ class L3Answerer(GuardedAnswerer):
             question=question, language=ctx.language, customer_id=customer_id, service=ctx.orders()
         )
         abstain = template_text(ctx, "dialogue", "l3_abstain")
+        extract = shop.extract()
         guarded = settings.TIERDESK_L3_GROUNDING_GUARD
         common: dict[str, Any] = {
             "tier": decision.tier,
@@ -125,7 +127,17 @@ class L3Answerer(GuardedAnswerer):
             generation=GenerationRequest(
                 messages=messages, max_tokens=settings.TIERDESK_L3_MAX_TOKENS, temperature=0.3
             ),
-            grounding={"question": question, "passages": shop.passages(), "abstain": abstain}
+            grounding={
+                "question": question,
+                "passages": shop.passages(),
+                # Nothing backed: what the records plainly say, then "can't confirm the
+                # rest, would you like a person?" (or just that, with nothing to say).
+                "abstain": template_render(
+                    template_text(ctx, "dialogue", "l3_records"), {"records": extract}
+                )
+                if extract
+                else abstain,
+            }
             if guarded
             else None,
             **common,

@@ -29,10 +29,12 @@ from chatbot.models import Conversation, Message
 from chatbot.orders.backends import get_order_service
 from chatbot.orders.models import Customer, Order, Product
 from chatbot.orders.types import Address, OrderFacts, OrderItem
+from inference import registry
 from inference.guard import _tokens as fact_tokens
 from knowledge.text import estimate_tokens
 from routing import types as rt
-from routing.templates import template_get
+from routing.templates import template_get, template_render
+from tests.servers import remote
 from tests.shopper import Shopper
 
 BACKPACK_QUESTION = (
@@ -54,6 +56,12 @@ def _empty_index() -> Iterator[None]:
 
 def abstain_text() -> str:
     return template_get(intent="dialogue", key="l3_abstain", language="en")
+
+
+def records_text(records: str) -> str:
+    """The abstain reply that first says what the records plainly show."""
+    template = template_get(intent="dialogue", key="l3_records", language="en")
+    return template_render(template, {"records": records})
 
 
 def shopper_without_refunds() -> tuple[str, list[str]]:
@@ -151,6 +159,11 @@ def test_backpack_question_gets_the_dearest_backpacks_and_no_refund_on_record(
         and f"${prices[1]}" in ctx.catalogue_lines[1]
     )
     assert LABELS["en"]["no_refunds"] in ctx.order_lines
+    # What the abstain reply would say: no refund, and the two dearest backpacks.
+    extract = ctx.extract()
+    assert extract.startswith(LABELS["en"]["no_refunds"])
+    assert f"${prices[0]}" in extract and f"${prices[1]}" in extract
+    assert f"${prices[2]}" not in extract
     # Cheapest first when that is what is asked.
     cheap = shop_context(
         question="what is your cheapest backpack?",
@@ -295,7 +308,9 @@ async def test_invented_facts_never_reach_the_shopper_and_nothing_backed_offers_
         assert order.order_id in prompt and LABELS["en"]["no_refunds"] in prompt
 
         shown, done = await shopper.ask("and when was the refund sent?")
-        assert shown == abstain_text() and done["guard"] == "abstained"
+        # Nothing backed: what the records plainly say, then the offer of a person.
+        assert shown == records_text(LABELS["en"]["no_refunds"])
+        assert done["guard"] == "abstained"
         assert "offer:human" in done["actions"]
         conversation = await Conversation.objects.aget(public_id=shopper.hello["conversation"])
         assert "pending_handoff" in conversation.state  # a "yes" now asks for a person
@@ -325,10 +340,14 @@ async def test_no_relevant_records_abstains_without_calling_the_model(
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("isolated_state")
 async def test_backpack_and_refund_question_invents_no_order_facts(
-    seeded_shop: None, remote_large: Any, fallback_model: Any, settings: Any, monkeypatch: Any
+    seeded_shop: None, l3_url: str, fallback_model: Any, settings: Any, monkeypatch: Any
 ) -> None:
-    settings.TIERDESK_L3_FIRST_TOKEN_TIMEOUT_MS = 60000  # the L3 answer itself, not a fallback
-    settings.TIERDESK_L3_MAX_TOKENS = 120
+    settings.TIERDESK_L3_FIRST_TOKEN_TIMEOUT_MS = 120000  # the L3 answer itself, not a fallback
+    settings.TIERDESK_L3_MAX_TOKENS = 80
+    # A long read timeout: prefilling the records takes a while on a busy 2-core machine,
+    # and the answer under test is the large model's, not the fallback's.
+    backend = remote(l3_url, read_timeout_s=300)
+    registry.register("large", backend)
     force_l3(monkeypatch)
     mine, my_orders = await database_sync_to_async(shopper_without_refunds)()
     records = await database_sync_to_async(
@@ -342,9 +361,11 @@ async def test_backpack_and_refund_question_invents_no_order_facts(
     shopper = await Shopper.connect()
     try:
         await shopper.identify(mine)
-        shown, done = await shopper.ask(BACKPACK_QUESTION, wait_s=300, turn_errors_only=True)
+        shown, done = await shopper.ask(BACKPACK_QUESTION, wait_s=600, turn_errors_only=True)
     finally:
         await shopper.close()
+        registry.unregister("large")
+        backend.close()
     assert done["type"] == "done" and done["tier"] == "L3" and shown.strip(), done
     stored = await Message.objects.aget(pk=done["message_id"])
     print(f"\nL3 backpack answer ({done['guard']}): {shown}")
@@ -356,7 +377,9 @@ async def test_backpack_and_refund_question_invents_no_order_facts(
         p for t in fact_tokens(records) for p in re.split(r"[.\-/:]", t) if p
     }
     if done["guard"] == "abstained":
-        assert shown == abstain_text() and "offer:human" in done["actions"]
+        # What the records plainly say: no refund, the two dearest backpacks; a person.
+        assert shown.startswith(records_text("")[:20]) and "offer:human" in done["actions"]
+        assert LABELS["en"]["no_refunds"] in shown and shown.count("Backpack (") == 2
     else:
         # What went out names the catalogue's backpacks or the (absent) refund.
         assert "backpack" in shown.lower() or "refund" in shown.lower()
