@@ -10,10 +10,10 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
-from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.db.models import Case, Count, IntegerField, QuerySet, Value, When
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import mark_safe
 
@@ -87,6 +87,7 @@ class DocumentAdmin(admin.ModelAdmin):
         "progress",
         "summary",
         "chunk_count",
+        "answer_cards",
         "content_hash",
         "version",
         "ingested_version",
@@ -105,6 +106,7 @@ class DocumentAdmin(admin.ModelAdmin):
                     "error",
                     "summary",
                     "chunk_count",
+                    "answer_cards",
                     "version",
                     "ingested_version",
                     "ingested_at",
@@ -136,6 +138,21 @@ class DocumentAdmin(admin.ModelAdmin):
         if not obj.progress_total:
             return "—"
         return f"{obj.progress_done}/{obj.progress_total}"
+
+    @admin.display(description="answer cards")
+    def answer_cards(self, obj: Document) -> str:
+        # From the article to its cards: after an edit, the ones to review again.
+        if obj.pk is None:
+            return "-"
+        counts: dict[str, int] = dict(
+            obj.cards.order_by().values_list("status").annotate(n=Count("pk"))
+        )
+        total = sum(counts.values())
+        if not total:
+            return "none yet: drafted after ingestion"
+        waiting = counts.get(AnswerCard.Status.DRAFT, 0) + counts.get(AnswerCard.Status.STALE, 0)
+        url = reverse("admin:knowledge_answercard_changelist") + f"?document__id__exact={obj.pk}"
+        return format_html('<a href="{}">{} card(s), {} awaiting review</a>', url, total, waiting)
 
     def save_model(self, request: HttpRequest, obj: Document, form: Any, change: bool) -> None:
         services.document_save(document=obj)

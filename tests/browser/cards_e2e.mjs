@@ -205,7 +205,7 @@ try {
   step("logged in");
   // Collapse the app list (remembered by the browser, as for any admin who does it):
   // the review columns get the width.
-  await page.click("#toggle-nav-sidebar");
+  await page.evaluate(() => localStorage.setItem("django.admin.navSidebarIsOpen", "false"));
   await page.goto(`${opts.base}/admin/knowledge/document/add/`);
   await page.fill("#id_title", TITLE);
   await page.selectOption("#id_language", "en");
@@ -221,6 +221,11 @@ try {
   let rows = await waitCards(page, documentId, (r) => r.length >= 2, "the drafted cards");
   result.drafted = rows;
   step("cards drafted", { rows });
+  // The article's page links to its cards, as an admin would find them.
+  await page.goto(`${opts.base}/admin/knowledge/document/${documentId}/change/`);
+  result.doc_cards_text = (await page.locator(".field-answer_cards .readonly").innerText()).trim();
+  await Promise.all([page.waitForURL(/answercard\/\?document__id__exact=/), page.click(".field-answer_cards a")]);
+  result.doc_cards_link = page.url();
   await shot(page, "cards-drafted", { fullPage: true });
 
   // 3. Approve the expiry card on its change form.
@@ -256,6 +261,9 @@ try {
   );
   result.after_edit = rows;
   step("card stale", { rows });
+  await page.goto(`${opts.base}/admin/knowledge/document/${documentId}/change/`);
+  result.doc_cards_text_after_edit = (await page.locator(".field-answer_cards .readonly").innerText()).trim();
+  await cardRows(page, documentId);
   // The review screen: the list with a stale and a draft card, then the stale card's form.
   const listShot = await shot(page, "review-list", { clip: { x: 0, y: 0, width: 1400, height: 520 } });
   const stale = rows.find((r) => /article changed/i.test(r.status));

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from tests.faults import CeleryWorker
+from tests.faults import CeleryWorker, until
 
 from .live import REPO, LiveServer, _manage, _stop, live_server_run, server_env
 
@@ -29,6 +29,7 @@ pytestmark = pytest.mark.browser
 
 SCRIPT = Path(__file__).with_name("cards_e2e.mjs")
 NODE_TIMEOUT_S = 900
+DEMO_KB_TIMEOUT_S = 900
 # A Redis database no other test uses as a broker: the server's tasks must reach this
 # test's worker, not a worker of another run on the default queue.
 BROKER_DB = 14
@@ -76,10 +77,34 @@ def cards_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerAnd
         worker = CeleryWorker(worker_env, worker_log)
         worker.start()
         try:
+            _wait_demo_kb_drafted(server, worker_log)
             yield ServerAndWorker(server, worker_log)
         finally:
             if worker.proc is not None:
                 _stop(worker.proc)
+
+
+def _wait_demo_kb_drafted(server: LiveServer, worker_log: Path) -> None:
+    """The seeded demo articles are queued for ingestion and card drafting when the
+    worker starts: wait for that backlog, so the scenario's waits are about the admin's
+    own article (a running shop, not a fresh one)."""
+    import psycopg
+
+    query = (
+        "SELECT (SELECT count(*) FROM knowledge_document WHERE status <> 'ready'),"
+        " (SELECT count(*) FROM knowledge_document d WHERE NOT EXISTS"
+        "  (SELECT 1 FROM knowledge_answercard c WHERE c.document_id = d.id))"
+    )
+
+    def drafted() -> bool:
+        with psycopg.connect(server.database_url, connect_timeout=10) as conn:
+            row = conn.execute(query).fetchone()
+        return row is not None and row[0] == 0 and row[1] == 0
+
+    assert until(drafted, DEMO_KB_TIMEOUT_S), (
+        f"the demo knowledge base was not ingested and drafted in {DEMO_KB_TIMEOUT_S}s:\n"
+        + worker_log.read_text(errors="replace")[-3000:]
+    )
 
 
 def _run(node: str, env: ServerAndWorker, shots: Path, review: Path) -> dict[str, Any]:
@@ -131,6 +156,9 @@ def test_admin_approves_cards_and_an_article_edit_changes_the_shoppers_answer(
     drafted = _by_question(result["drafted"])
     assert set(drafted) == {EXPIRE, CASH}
     assert all(r["status"].startswith("draft") and r["backed"] == "yes" for r in drafted.values())
+    # The article's page says how many cards wait for review, and links to them.
+    assert result["doc_cards_text"] == "2 card(s), 2 awaiting review", result["doc_cards_text"]
+    assert "document__id__exact=" in result["doc_cards_link"]
     assert result["draft_form"]["answer"].startswith(
         "Store credit expires 30 months after it is issued."
     )
@@ -154,7 +182,8 @@ def test_admin_approves_cards_and_an_article_edit_changes_the_shoppers_answer(
     assert edited[EXPIRE]["status"].startswith("article changed"), edited
     assert "18 months" in edited[EXPIRE]["answer"]
     assert edited[CASH]["status"].startswith("draft")
-    # The stale list comes first: the review queue's order.
+    assert result["doc_cards_text_after_edit"] == "2 card(s), 2 awaiting review"
+    # The stale card comes first: the review queue's order.
     assert result["after_edit"][0]["question"] == EXPIRE
     form = result["stale_form"]
     assert any("30" in d for d in form["diff_del"]), form
