@@ -14,9 +14,10 @@ import logging
 import os
 import pickle
 import re
+import threading
 import time
 import zlib
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -203,21 +204,50 @@ def message_embedding(text: str) -> np.ndarray:
     return embed_query(text)
 
 
-def _embed_examples(
-    texts: list[str], report: Callable[[str, float], None], share: tuple[float, float]
-) -> np.ndarray:
-    from knowledge.embedding import embed_texts
+# Example texts -> their sentence embedding, kept across retrains in this process (the
+# Celery worker): adding one example re-embeds one text, not the shop's thousands.
+# 50k vectors of 384 float32 are about 77 MB at most.
+_EXAMPLE_CACHE_SIZE = 50_000
+_example_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_example_lock = threading.Lock()
 
+
+def examples_embed(
+    texts: list[str],
+    report: Callable[[str, float], None] | None = None,
+    share: tuple[float, float] = (0.0, 1.0),
+) -> np.ndarray:
+    """Sentence embeddings of example texts (one row each), embedding only the texts
+    this process has not embedded before."""
+    from knowledge.embedding import embed_texts, model_path
+
+    model = model_path()
+    keys = [(model, t.strip()) for t in texts]
+    with _example_lock:
+        missing = list(dict.fromkeys(k for k in keys if k not in _example_vectors))
     batch = 256
-    parts = []
-    for start in range(0, len(texts), batch):
-        low, high = share
-        report(
-            f"embedding examples {start}/{len(texts)}",
-            low + (high - low) * start / max(1, len(texts)),
-        )
-        parts.append(embed_texts([t.strip() for t in texts[start : start + batch]]))
-    return np.vstack(parts)
+    for start in range(0, len(missing), batch):
+        if report is not None:
+            low, high = share
+            report(
+                f"embedding examples {start}/{len(missing)}",
+                low + (high - low) * start / len(missing),
+            )
+        chunk = missing[start : start + batch]
+        vectors = embed_texts([text for _, text in chunk])
+        with _example_lock:
+            for key, vector in zip(chunk, vectors, strict=True):
+                _example_vectors[key] = vector
+            while len(_example_vectors) > _EXAMPLE_CACHE_SIZE:
+                _example_vectors.popitem(last=False)
+    with _example_lock:
+        rows = []
+        for key in keys:
+            vector = _example_vectors.get(key)
+            if vector is None:  # evicted meanwhile (more texts than the cache holds)
+                vector = embed_texts([key[1]])[0]
+            rows.append(vector)
+    return np.vstack(rows) if rows else np.zeros((0, 384), dtype=np.float32)
 
 
 def _fit(
@@ -305,6 +335,13 @@ def oos_curve(
     return curve
 
 
+def oos_threshold_suggest(curve: list[dict[str, float]]) -> float:
+    """The point of the curve with the most in-scope accuracy plus out-of-scope recall
+    (Youden's J); ties go to the lower threshold (fewer needless questions)."""
+    best = max(curve, key=lambda p: (p["in_scope_accuracy"] + p["oos_recall"], -p["threshold"]))
+    return float(best["threshold"])
+
+
 def off_topic_texts() -> list[str]:
     """Generic off-topic messages (seed_data/offtopic.txt): the negatives the
     out-of-scope trade-off is measured on, whatever the shop's intents are."""
@@ -350,7 +387,7 @@ def classifier_train(
     off_topic = off_topic_texts() if calibrate else []
     vectors = off_vectors = None
     if embeddings:
-        vectors = _embed_examples(texts + off_topic, report, (0.0, 0.5))
+        vectors = examples_embed(texts + off_topic, report, (0.0, 0.5))
         vectors, off_vectors = vectors[: len(texts)], vectors[len(texts) :]
 
     temperature, calibration = 1.0, None
@@ -379,21 +416,23 @@ def classifier_train(
             if off_topic
             else np.zeros((0, len(intents)))
         )
+        curve = oos_curve(
+            in_scope=held_probs.max(1),
+            correct=held_probs.argmax(1) == y[held_part],
+            off_topic=off_probs.max(1) if len(off_probs) else np.zeros(0),
+            off_topic_caught=(
+                off_probs.argmax(1) == index[OUT_OF_SCOPE]
+                if OUT_OF_SCOPE in index and len(off_probs)
+                else None
+            ),
+        )
         calibration = {
+            "suggested_threshold": oos_threshold_suggest(curve),
             "held_out": len(held_part),
             "off_topic": len(off_topic),
             "temperature": round(temperature, 4),
             "held_out_accuracy": round(float(np.mean(held_probs.argmax(1) == y[held_part])), 4),
-            "curve": oos_curve(
-                in_scope=held_probs.max(1),
-                correct=held_probs.argmax(1) == y[held_part],
-                off_topic=off_probs.max(1) if len(off_probs) else np.zeros(0),
-                off_topic_caught=(
-                    off_probs.argmax(1) == index[OUT_OF_SCOPE]
-                    if OUT_OF_SCOPE in index and len(off_probs)
-                    else None
-                ),
-            ),
+            "curve": curve,
         }
 
     report(f"fitting {len(intents)} intents on {len(samples)} examples", 0.7)

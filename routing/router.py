@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 
 from inference.versioned import VersionedCache
@@ -238,10 +239,13 @@ def route_decide(
     language: str,
     snapshot: RouterSnapshot,
     clarify_threshold: float | None = None,
+    embedding: np.ndarray | None = None,
 ) -> RouteDecision:
     """The decision for one message against a given snapshot (no database access).
 
-    ``clarify_threshold`` overrides the setting (a release's router threshold)."""
+    ``clarify_threshold`` overrides the setting (a release's router threshold);
+    ``embedding``: the message's sentence embedding when the caller has it already
+    (an evaluation embeds its messages in batches), else computed when needed."""
     normalised = text_normalise(text)
     if language not in ("en", "zh"):
         language = language_detect(normalised)
@@ -286,7 +290,8 @@ def route_decide(
         )
     # The rule and classifier caches refresh independently: an intent disabled after
     # this classifier was trained must still never be chosen.
-    embedding = message_embedding(text) if snapshot.classifier.embedding_dim else None
+    if embedding is None and snapshot.classifier.embedding_dim:
+        embedding = message_embedding(text)
     scores = [
         (intent, prob)
         for intent, prob in snapshot.classifier.predict(text=normalised, embedding=embedding)

@@ -141,7 +141,27 @@ def retrain_status() -> dict[str, Any]:
         status__in=[RetrainRun.QUEUED, RetrainRun.TRAINING],
         router_version__gte=current.version - 50,
     ).exists()
+    calibration = None
+    if model is not None:
+        from django.conf import settings
+
+        from routing.classifier import classifier_deserialize
+
+        calibration = classifier_deserialize(bytes(model.blob)).calibration
+        if calibration is not None:
+            threshold = settings.TIERDESK_ROUTER_CLARIFY_THRESHOLD
+            calibration = {
+                **calibration,
+                "configured_threshold": threshold,
+                # The curve's point nearest the configured threshold (the grid's step
+                # is 0.05), marked in the table.
+                "configured_point": min(
+                    (p["threshold"] for p in calibration["curve"]),
+                    key=lambda t: abs(t - threshold),
+                ),
+            }
     return {
+        "calibration": calibration,
         "version": current.version,
         "examples": len(samples),
         "intents": len({intent for _, intent in samples}),

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Router evaluation on the labelled held-out set (routing/eval/heldout.tsv), against a
-# throw-away SQLite database seeded with the default router data, so the figures are
-# the shipped defaults' and no server is needed. Pass --json PATH to keep the report.
-# To evaluate a live database's (admin-edited) router instead:
-#   .venv/bin/python manage.py router_eval
+# Router evaluation, against a throw-away SQLite database (no server needed):
+# 1. the labelled held-out set (routing/eval/heldout.tsv) on the shipped default router
+#    data (intents, rules, examples); pass --json PATH to keep that report;
+# 2. the development benchmark BANKING77 (third_party/banking77) through the product's
+#    import and retrain path, beside three baselines, merged into
+#    bench/results/router.json ("banking77" and the flat "figures").
+# Both with the product's default classifier (sentence embeddings on). To evaluate a
+# live database's (admin-edited) router instead: .venv/bin/python manage.py router_eval
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export TIERDESK_VAR_DIR="$tmp" DATABASE_URL= REDIS_URL= CELERY_BROKER_URL=memory://
 export TIERDESK_ENV=test TIERDESK_WARMUP_ON_START=false
+export TIERDESK_ROUTER_EMBEDDINGS="${TIERDESK_ROUTER_EMBEDDINGS:-true}"
 .venv/bin/python manage.py migrate --noinput -v 0
-exec .venv/bin/python manage.py router_eval --seed "$@"
+.venv/bin/python manage.py router_eval --seed "$@"
+exec .venv/bin/python manage.py router_banking77 --out bench/results/router.json
