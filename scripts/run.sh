@@ -22,7 +22,7 @@ pids+=($!)
 echo "Loading and warming up the models (a minute or two; details in var/log/daphne.log)..."
 # Progress: /readyz names the warm-up's stage (inference/warmup.py); print each change.
 # Give up only when the stage stands still for STALL_S (a busy machine is slow, not stuck).
-STALL_S=300
+STALL_S=600
 started=$SECONDS changed=$SECONDS last=""
 while :; do
   body=$(curl -sS "http://$HOST:$PORT/readyz" 2>/dev/null || true)

@@ -35,8 +35,11 @@ async function reload(browser) {
   await page.goto(`${opts.base}/?as=mei_patel_7272`);
   await page.locator("tierdesk-chat .launcher").click();
   await page.waitForFunction(() => document.querySelector("tierdesk-chat").getAttribute("data-state") === "open", null, { timeout: TIMEOUT });
-  await page.locator("tierdesk-chat textarea").fill("cancel #W9583042, ordered by mistake");
-  await page.locator("tierdesk-chat textarea").press("Enter");
+  // Typed like a person (the bot check, when on, reads the keystrokes and the pointer).
+  await page.mouse.move(200, 200, { steps: 8 });
+  await page.locator("tierdesk-chat textarea").click();
+  await page.keyboard.type("cancel #W9583042, ordered by mistake", { delay: 35 });
+  await page.keyboard.press("Enter");
   await page.waitForFunction(
     () => document.querySelector("tierdesk-chat").shadowRoot.querySelector('.msg.bot[data-status="complete"]'),
     null,
