@@ -133,9 +133,13 @@ async def test_reconnect_restores_the_conversation(seeded_shop: None, fake_model
 
 
 async def test_disconnect_mid_reply_stores_partial_reply_as_incomplete(
-    seeded_shop: None, fake_models: Any
+    seeded_shop: None, fake_models: Any, settings: Any
 ) -> None:
-    # A fake is used here because we need a reply slow enough to cut reliably.
+    # A fake is used here because we need a reply slow enough to cut reliably. The
+    # grounded guard shows whole checked sentences only, and this reply must be cut
+    # after its first word: what is under test is the cut, not the grounding
+    # (tests/chatbot/test_l3_grounded.py).
+    settings.TIERDESK_L3_GROUNDING_GUARD = False
     slow = fake_models["fallback"]
     slow.replies = ["one two three four five six seven eight nine ten"]
     slow.delay_s = 0.2
