@@ -364,7 +364,7 @@ class AnswerCardAdmin(admin.ModelAdmin):
             '<div style="max-width:60em;white-space:pre-wrap">{}</div>', obj.section_text
         )
 
-    @admin.display(description="backed by the section?")
+    @admin.display(description="backed by the section")
     def check_result(self, obj: AnswerCard) -> str:
         claims = obj.verdict.get("claims", [])
         if not claims:
@@ -400,7 +400,7 @@ class AnswerCardAdmin(admin.ModelAdmin):
             messages.warning(
                 request,
                 "Saved, but the answer says something its section doesn't, so it can't be "
-                'approved until it does: see "backed by the section?".',
+                'approved until it does: see "backed by the section".',
             )
 
     def _review(
