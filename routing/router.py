@@ -23,8 +23,9 @@ from knowledge.text import language_detect
 from routing.classifier import TrainedClassifier, classifier_get, message_embedding
 from routing.models import Intent, Rule, SlotPattern
 from routing.order_ids import order_id_normalize
+from routing.roleplay import roleplay_match
 from routing.text import text_normalise, text_tokens
-from routing.types import CLARIFY, OUT_OF_SCOPE, RouteDecision
+from routing.types import CLARIFY, OUT_OF_SCOPE, ROLE_PLAY, RouteDecision
 from routing.versioning import ROUTER_VERSION
 
 __all__ = [
@@ -272,6 +273,12 @@ def route_decide(
 
     if not normalised:
         return decided(CLARIFY, OUT_OF_SCOPE, 0.0, {"kind": "clarify", "why": "empty", "top": []})
+
+    # Before the rules and any model: a message that tries to change the bot's role or
+    # get at its instructions gets the in-role answer, whatever else it asks.
+    cue = roleplay_match(normalised)
+    if cue is not None:
+        return decided(CLARIFY, ROLE_PLAY, 1.0, {"kind": "role_play", "match": cue})
 
     token_count = len(text_tokens(normalised))
     for rule in snapshot.rules:

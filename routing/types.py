@@ -21,6 +21,9 @@ GREETING = "greeting"  # small talk: hello / thanks / bye, answered from a templ
 KNOWLEDGE_QUESTION = "knowledge_question"  # L2
 COMPLEX_QUESTION = "complex_question"  # L3
 OUT_OF_SCOPE = "out_of_scope"  # clarify
+# A role-play, jailbreak or prompt-extraction attempt (routing/roleplay.py): clarify
+# tier, whose template says what the bot can help with; no model reply.
+ROLE_PLAY = "role_play"
 # The shopper asks for a person (human handoff, docs/desk.md): the rule
 # "handoff-request" only, no classifier examples.
 HANDOFF = "handoff"
