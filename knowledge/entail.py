@@ -39,6 +39,7 @@ from . import text as ktext
 Label = Literal["entailed", "contradicted", "neutral"]
 
 MIN_SUPPORT = 0.8
+MIN_SUPPORT_ZH = 0.95
 
 # A full stop ends a sentence only before whitespace or the end ("$4.99" is one claim).
 SENTENCE = re.compile(r"(?<=[.!?])(?:\s+|$)|(?<=[。！？])|\n+")
@@ -475,7 +476,10 @@ def _body_check(body: str, clauses: list[str]) -> Claim:
             return Claim(body, "contradicted", "negation differs from the passage", clause, support)
     if number_label != "entailed":
         return Claim(body, number_label, number_reason, evidence, support)
-    if support < MIN_SUPPORT:
+    # Chinese is matched by characters, which share too easily ("已经处理" against
+    # "待处理"): a Chinese claim must use nearly all of the clause's characters it needs.
+    floor = MIN_SUPPORT_ZH if ktext.has_cjk(body) else MIN_SUPPORT
+    if support < floor:
         return Claim(body, "neutral", f"support {support:.2f}", evidence, support)
     clause_text = " ".join(aligned)
     missing = _names(body, clauses) - set(re.findall(r"[a-z]+", clause_text.lower()))
@@ -505,6 +509,14 @@ def claim_check(sentence: str, passages: list[str], *, question: str = "") -> Cl
         return Claim(sentence, "entailed", "quoted", sentence, 1.0)
     particle = _PARTICLE.match(sentence)
     body = sentence[particle.end() :] if particle else sentence
+    if body.strip() and question.strip() and len(_terms(body)) < 2:
+        # A bare value ("$1000.", "1000美元") says nothing alone: it answers the
+        # question, so the question and the value are checked together ("how much to
+        # become Silver? $1000" against "Silver at $500").
+        combined = _body_check(f"{question.rstrip('?？ ')} {body}", clauses)
+        if combined.label != "entailed":
+            combined.text = sentence
+            return combined
     result = _body_check(body, clauses) if body.strip() else Claim(sentence, "entailed")
     result.text = sentence
     if particle is None or result.label == "contradicted" or not question.strip():

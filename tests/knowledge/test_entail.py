@@ -83,3 +83,18 @@ def test_a_summary_keeps_only_what_the_article_says() -> None:
     # The second sentence is the one a few-shot example once put in every gift-card summary.
     assert summary_check(invented, body=GIFT) == "Gift cards expire 36 months after purchase."
     assert summary_check("Gift cards never expire.", body=GIFT) == ""
+
+
+def test_a_bare_value_is_checked_with_its_question() -> None:
+    tiers = "You become Silver by spending $500 in a year. You become Gold by spending $1000."
+    question = "how much do I need to spend to become Silver?"
+    assert claim_check("$1000.", [tiers], question=question).label != "entailed"
+    assert claim_check("$500.", [tiers], question=question).label == "entailed"
+    zh = "一个自然年内消费满500美元升为银卡，满1000美元升为金卡。"
+    assert claim_check("1000美元", [zh], question="消费多少能升银卡").label != "entailed"
+
+
+def test_chinese_states_are_not_matched_by_shared_characters() -> None:
+    rule = "订单待处理时，可以修改收货地址，已处理的订单不能修改。"
+    claim = "订单已经处理了，地址可以改。"
+    assert claim_check(claim, [rule]).label != "entailed"
