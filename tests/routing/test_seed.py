@@ -34,7 +34,7 @@ def test_seed_creates_every_intent_with_its_tier() -> None:
         "intents": len(tiers),
         "utterances": len(seed_utterances()),
         "slot_patterns": 3,
-        "rules": 5,
+        "rules": 6,
     }
     assert Utterance.objects.count() == len(seed_utterances())
 
