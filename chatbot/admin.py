@@ -150,6 +150,10 @@ class ConversationAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # conversations come from the widget
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Nothing here is edited by hand: the page is a transcript, without Save buttons.
+        return False
+
     @admin.display(description=gettext_lazy("conversation"))
     def transcript(self, obj: Conversation) -> SafeString:
         return transcript_html(obj)

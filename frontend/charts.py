@@ -12,6 +12,7 @@ from datetime import datetime
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
 
 PALETTE = ["#2b5fd9", "#e5484d", "#2f9e44", "#f08c00", "#7048e8", "#0c8599"]
 # Fixed colours for the names operators read most, so they mean the same in every chart.
@@ -62,7 +63,7 @@ def line_chart(
     if not values or not times:
         parts.append(
             f'<text x="{left + plot_w / 2}" y="{top + plot_h / 2}" class="empty" '
-            'text-anchor="middle">no data in this range</text></svg>'
+            f'text-anchor="middle">{escape(_("no data in this range"))}</text></svg>'
         )
         return mark_safe("".join(parts))  # every piece above is escaped
     t0, t1 = min(times), max(times)

@@ -24,6 +24,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from chatbot.handoff import handoff_figures, handoff_series
@@ -73,43 +74,46 @@ def _charts(board: Any) -> list[Any]:
     return [
         line_chart(
             c["p95_variant"],
-            title="p95 first chunk, per variant",
+            title=_("p95 first chunk, per variant"),
             fmt=fmt_ms,
             chart_id="chart-p95-variant",
         ),
         line_chart(
             c["errors_variant"],
-            title="Error rate, per variant",
+            title=_("Error rate, per variant"),
             fmt=fmt_pct,
             chart_id="chart-errors-variant",
         ),
         line_chart(
             c["csat_variant"],
-            title="CSAT (satisfied ratings), per variant",
+            title=_("CSAT (satisfied ratings), per variant"),
             fmt=fmt_pct,
             chart_id="chart-csat-variant",
             y_max=1.0,
         ),
         line_chart(
             c["share_variant"],
-            title="Traffic share, per variant",
+            title=_("Traffic share, per variant"),
             fmt=fmt_pct,
             chart_id="chart-share-variant",
             y_max=1.0,
         ),
         line_chart(
-            c["p95_tier"], title="p95 first chunk, per tier", fmt=fmt_ms, chart_id="chart-p95-tier"
+            c["p95_tier"],
+            title=_("p95 first chunk, per tier"),
+            fmt=fmt_ms,
+            chart_id="chart-p95-tier",
         ),
         line_chart(
             c["share_tier"],
-            title="Traffic share, per tier",
+            title=_("Traffic share, per tier"),
             fmt=fmt_pct,
             chart_id="chart-share-tier",
             y_max=1.0,
         ),
         line_chart(
             c["cost"],
-            title="Cumulative cost vs all-L3 baseline",
+            title=_("Cumulative cost vs all-L3 baseline"),
             fmt=fmt_usd,
             chart_id="chart-cost",
         ),
@@ -124,26 +128,26 @@ def _handoff(hours: int) -> dict[str, Any]:
     series = handoff_series(since=since, until=until)
     return {
         "rows": [
-            ("Conversations", str(f.conversations)),
-            ("Handed to a person", str(f.handed_off)),
-            ("Human intervention rate", _pct(f.intervention_rate)),
-            ("Time to first human reply (mean)", _secs(f.first_reply_s)),
-            ("Handle time (mean, claim to resolve)", _secs(f.handle_s)),
-            (f"CSAT bot ({f.ratings_bot} ratings)", _pct(f.csat_bot)),
-            (f"CSAT human ({f.ratings_human} ratings)", _pct(f.csat_human)),
-            ("Waiting now / agents online", f"{f.queued_now} / {f.agents_online}"),
+            (_("Conversations"), str(f.conversations)),
+            (_("Handed to a person"), str(f.handed_off)),
+            (_("Human intervention rate"), _pct(f.intervention_rate)),
+            (_("Time to first human reply (mean)"), _secs(f.first_reply_s)),
+            (_("Handle time (mean, claim to resolve)"), _secs(f.handle_s)),
+            (_("CSAT bot (%(n)s ratings)") % {"n": f.ratings_bot}, _pct(f.csat_bot)),
+            (_("CSAT human (%(n)s ratings)") % {"n": f.ratings_human}, _pct(f.csat_human)),
+            (_("Waiting now / agents online"), f"{f.queued_now} / {f.agents_online}"),
         ],
         "charts": [
             line_chart(
                 {"intervention rate": series["intervention rate"]},
-                title="Human intervention rate",
+                title=_("Human intervention rate"),
                 fmt=fmt_pct,
                 chart_id="chart-handoff-rate",
                 y_max=1.0,
             ),
             line_chart(
                 {"first human reply (min)": series["first human reply (min)"]},
-                title="Time to first human reply (min)",
+                title=_("Time to first human reply (min)"),
                 fmt=lambda v: f"{v:.1f}",
                 chart_id="chart-handoff-first-reply",
             ),

@@ -130,6 +130,23 @@ ZH = {
     "Description": "描述",
     "Configuration (JSON)": "配置（JSON）",
     "Create draft": "创建草稿",
+    "p95 first chunk, per variant": "首段 p95 耗时（按版本）",
+    "Error rate, per variant": "错误率（按版本）",
+    "CSAT (satisfied ratings), per variant": "满意度（满意评价占比，按版本）",
+    "Traffic share, per variant": "流量占比（按版本）",
+    "p95 first chunk, per tier": "首段 p95 耗时（按层级）",
+    "Traffic share, per tier": "流量占比（按层级）",
+    "Cumulative cost vs all-L3 baseline": "累计成本与全 L3 基线对比",
+    "Human intervention rate": "人工介入率",
+    "Time to first human reply (min)": "人工首次回复时间（分钟）",
+    "Conversations": "对话数",
+    "Handed to a person": "转给人工",
+    "Time to first human reply (mean)": "人工首次回复时间（平均）",
+    "Handle time (mean, claim to resolve)": "处理时长（平均，从接手到解决）",
+    "CSAT bot (%(n)s ratings)": "机器人满意度（%(n)s 条评价）",
+    "CSAT human (%(n)s ratings)": "人工满意度（%(n)s 条评价）",
+    "Waiting now / agents online": "当前等待 / 在线客服",
+    "no data in this range": "此时间范围内没有数据",
 }
 
 
@@ -149,8 +166,15 @@ def main() -> int:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if line == "#, fuzzy" and i < 8:
-            i += 1  # the header is filled in: not fuzzy
+        if line.startswith("#|"):
+            i += 1  # makemessages' guess at the previous msgid: the table decides
+            continue
+        if line.startswith("#,") and "fuzzy" in line:
+            # Fuzzy entries are skipped by compilemessages; the table's are exact.
+            flags = [f.strip() for f in line[2:].split(",") if f.strip() != "fuzzy"]
+            if flags:
+                out.append("#, " + ", ".join(flags))
+            i += 1
             continue
         if not line.startswith("msgid "):
             out.append(line.replace('"Language: \\n"', '"Language: zh_Hans\\n"'))

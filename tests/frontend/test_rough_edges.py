@@ -145,6 +145,7 @@ def test_admin_conversation_page_is_a_transcript_with_folded_metadata(admin_clie
     assert 'class="td-turn user"' in html and 'class="td-turn bot"' in html
     assert "我的订单在哪里？" in html and "您的订单 #W2611340 已发货。" in html
     assert "tabular inline-related" not in html and "message_set-0" not in html
+    assert 'name="_save"' not in html  # nothing to save on a transcript
     bot = html[html.index(f'id="message-{reply.pk}"') :]
     # Metadata folded under the bubble; the thumb shown as a thumb, not 1.
     assert bot.index("<details>") < bot.index("&quot;route_ms&quot;: 1.5")
@@ -251,6 +252,7 @@ def test_admin_and_console_speak_the_browsers_language(admin_client: Any) -> Non
     assert "保存" in html or "历史" in html  # Django's own admin strings
     console = admin_client.get("/operators/?hours=24", **zh).content.decode()
     assert "运营控制台" in console and "最近 24 小时" in console
+    assert "人工介入率" in console and "错误率（按版本）" in console  # figures and charts
     english = admin_client.get("/operators/?hours=24", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert "operator console" in english and "Last 24 h" in english
 
