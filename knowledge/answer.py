@@ -208,7 +208,13 @@ def answer_plan(
     role = role or settings.TIERDESK_KB_ANSWER_ROLE
     from .cards import card_match
 
-    match = card_match(question=question, language=lang)
+    try:
+        match = card_match(question=question, language=lang)
+    except Exception:
+        # A broken card index (say, cards written by a newer deploy) must not take
+        # retrieval down with it: answer from the passages.
+        logger.exception("answer cards unavailable; answering from passages")
+        match = None
     if match is not None:
         # An approved answer: the admin-reviewed text, no model on the hot path.
         return KnowledgeAnswer(

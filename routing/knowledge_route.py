@@ -19,6 +19,7 @@ Blocking (embedding, search): runs in the turn's worker thread, after the classi
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from dataclasses import replace
@@ -27,6 +28,8 @@ from django.conf import settings
 
 from . import types as rt
 from .order_ids import order_id_find
+
+logger = logging.getLogger(__name__)
 
 # The shopper's own order, package, refund... (EN and ZH).
 _PERSONAL = re.compile(
@@ -69,7 +72,11 @@ def knowledge_route(decision: rt.RouteDecision, *, text: str, language: str) -> 
     from knowledge.cards import card_match
 
     lang = language if language in ("en", "zh") else "en"
-    card = card_match(question=text, language=lang)
+    try:
+        card = card_match(question=text, language=lang)
+    except Exception:
+        logger.exception("answer cards unavailable for routing")
+        card = None
     how = ""
     if card is not None:
         how = f"card {card.row.card_id} ({card.how} {card.score:.2f})"
