@@ -11,7 +11,16 @@ from __future__ import annotations
 
 import grimp
 
-PACKAGES = ("config", "frontend", "desk", "chatbot", "releases", "routing", "knowledge", "inference")
+PACKAGES = (
+    "config",
+    "frontend",
+    "desk",
+    "chatbot",
+    "releases",
+    "routing",
+    "knowledge",
+    "inference",
+)
 ALLOWED = [{"routing.models", "routing.versioning"}]
 
 
