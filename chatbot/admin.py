@@ -23,6 +23,12 @@ PREVIEW_CHARS = 80
 THUMBS = {1: "\U0001f44d", 0: "\U0001f44e"}  # Feedback.value of a thumb: 1 up, 0 down
 
 
+def preview(text: str) -> str:
+    """A message on one line, cut at PREVIEW_CHARS (the lists' preview)."""
+    text = " ".join(text.split())
+    return text[: PREVIEW_CHARS - 1] + "\u2026" if len(text) >= PREVIEW_CHARS else text
+
+
 def thumb_text(value: int) -> str:
     word = _("up") if value == 1 else _("down")
     return f"{THUMBS.get(value, '?')} {word}"
@@ -90,7 +96,7 @@ def transcript_html(conversation: Conversation) -> SafeString:
 class ConversationAdmin(admin.ModelAdmin):
     list_display = (
         "public_id",
-        "preview",
+        "last_message",
         "messages_count",
         "rating",
         "handoff_flag",
@@ -159,9 +165,8 @@ class ConversationAdmin(admin.ModelAdmin):
         return transcript_html(obj)
 
     @admin.display(description=gettext_lazy("last shopper message"))
-    def preview(self, obj: Conversation) -> str:
-        text = " ".join((getattr(obj, "_preview", None) or "").split())
-        return text[: PREVIEW_CHARS - 1] + "\u2026" if len(text) >= PREVIEW_CHARS else text or "-"
+    def last_message(self, obj: Conversation) -> str:
+        return preview(getattr(obj, "_preview", None) or "") or "-"
 
     @admin.display(description=gettext_lazy("messages"), ordering="_messages")
     def messages_count(self, obj: Conversation) -> int:
@@ -237,6 +242,8 @@ class MessageAdmin(admin.ModelAdmin):
         "conversation",
         "role",
         "short_text",
+        "rating",
+        "handoff_flag",
         "status",
         "tier",
         "intent",
@@ -248,10 +255,25 @@ class MessageAdmin(admin.ModelAdmin):
     search_fields = ("text",)
     readonly_fields = [f.name for f in Message._meta.fields]
 
+    list_select_related = ("conversation",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        thumb = Feedback.objects.filter(message=OuterRef("pk"), kind=Feedback.Kind.THUMB)
+        return super().get_queryset(request).annotate(_thumb=Subquery(thumb.values("value")[:1]))
+
     @admin.display(description=gettext_lazy("text"))
     def short_text(self, obj: Message) -> str:
-        text = " ".join(obj.text.split())
-        return text[: PREVIEW_CHARS - 1] + "\u2026" if len(text) >= PREVIEW_CHARS else text
+        return preview(obj.text)
+
+    @admin.display(description=gettext_lazy("rating"), ordering="_thumb")
+    def rating(self, obj: Message) -> str:
+        thumb = getattr(obj, "_thumb", None)
+        return "-" if thumb is None else thumb_text(thumb)
+
+    @admin.display(description=gettext_lazy("handoff"), boolean=True)
+    def handoff_flag(self, obj: Message) -> bool:
+        # The conversation went (or is going) to a person.
+        return obj.conversation.handoff != Conversation.Handoff.NONE
 
 
 @admin.register(Feedback)
@@ -282,8 +304,7 @@ class FeedbackAdmin(ReadOnlyAdmin):
     def rated_message(self, obj: Feedback) -> str:
         if obj.message is None:
             return _("the whole conversation")
-        text = " ".join(obj.message.text.split())
-        return text[: PREVIEW_CHARS - 1] + "\u2026" if len(text) >= PREVIEW_CHARS else text
+        return preview(obj.message.text)
 
 
 @admin.register(BotCheck)

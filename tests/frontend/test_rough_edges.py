@@ -168,6 +168,19 @@ def test_admin_conversation_list_has_preview_rating_and_handoff(admin_client: An
     assert 'alt="False"' in row[: row.index("</tr>")]
 
 
+def test_admin_message_list_has_preview_rating_and_handoff(admin_client: Any) -> None:
+    conv, reply = _conversation_with_turns()
+    long = _exchange(conv, "and the other one?", "word " * 60, tier="L1")
+    html = admin_client.get("/admin/chatbot/message/").content.decode()
+    row = html[html.index(f"/admin/chatbot/message/{reply.pk}/") :]
+    row = row[: row.index("</tr>")]
+    assert "您的订单 #W2611340 已发货。" in row and "\U0001f44d up" in row and 'alt="True"' in row
+    row = html[html.index(f"/admin/chatbot/message/{long.pk}/") :]
+    row = row[: row.index("</tr>")]
+    assert " ".join(["word"] * 16) + "\u2026" in row  # on one line, cut at 80 characters
+    assert "word " * 20 not in row
+
+
 def test_admin_feedback_shows_up_and_down(admin_client: Any) -> None:
     from django.utils import timezone
 
