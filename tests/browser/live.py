@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -234,3 +235,26 @@ def live_server_run(
             yield LiveServer(url=url, database_url=database_url, log=log)
         finally:
             _stop(proc)
+
+
+def node_scenario(
+    node: str, script: Path, server: LiveServer, scenario: str, *args: str, timeout_s: int = 300
+) -> dict[str, Any]:
+    """Run one scenario of a Chromium script (``--base``, ``--scenario``) and return the
+    JSON object it prints last; fail with its error and the server's log otherwise."""
+    cmd = [node, str(script), "--base", server.url, "--scenario", scenario, *args]
+    try:
+        proc = subprocess.run(
+            cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"{scenario}: node did not finish in {timeout_s}s: {exc.stdout!r}")
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    result: dict[str, Any] = json.loads(lines[-1]) if lines else {}
+    if proc.returncode != 0 or not result.get("ok"):
+        server_log = server.log.read_text(errors="replace")[-4000:]
+        pytest.fail(
+            f"{scenario} failed (exit {proc.returncode}): {result.get('error') or result}\n"
+            f"stderr: {proc.stderr[-2000:]}\nserver log tail:\n{server_log}"
+        )
+    return result

@@ -4,8 +4,6 @@ refused origin gets a widget that stops and says why instead of "Reconnecting…
 
 from __future__ import annotations
 
-import json
-import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,31 +12,15 @@ from typing import Any
 
 import pytest
 
-from .live import REPO, LiveServer
+from .live import LiveServer, node_scenario
 
 pytestmark = pytest.mark.browser
 
 SCRIPT = Path(__file__).with_name("rough_edges_e2e.mjs")
-NODE_TIMEOUT_S = 300
 
 
 def scenario(node: str, server: LiveServer, name: str, *args: str) -> dict[str, Any]:
-    cmd = [node, str(SCRIPT), "--base", server.url, "--scenario", name, *args]
-    try:
-        proc = subprocess.run(
-            cmd, cwd=REPO, capture_output=True, text=True, timeout=NODE_TIMEOUT_S, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"{name}: node did not finish in {NODE_TIMEOUT_S}s: {exc.stdout!r}")
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    result: dict[str, Any] = json.loads(lines[-1]) if lines else {}
-    if proc.returncode != 0 or not result.get("ok"):
-        pytest.fail(
-            f"{name} failed ({proc.returncode}): {result.get('error') or result}\n"
-            f"stderr: {proc.stderr[-2000:]}\n"
-            f"server log:\n{server.log.read_text(errors='replace')[-3000:]}"
-        )
-    return result
+    return node_scenario(node, SCRIPT, server, name, *args)
 
 
 def test_reload_keeps_the_yes_no_of_a_pending_confirmation(

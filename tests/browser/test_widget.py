@@ -5,16 +5,14 @@ Each test runs one scenario of widget_e2e.mjs and asserts on the JSON it prints.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .live import REPO, SEED_COMMAND, LiveServer
+from .live import REPO, SEED_COMMAND, LiveServer, node_scenario
 
 pytestmark = pytest.mark.browser
 
@@ -25,22 +23,7 @@ NODE_TIMEOUT_S = 300
 
 
 def run_scenario(node: str, server: LiveServer, scenario: str, *args: str) -> dict[str, Any]:
-    cmd = [node, str(SCRIPT), "--base", server.url, "--scenario", scenario, *args]
-    try:
-        proc = subprocess.run(
-            cmd, cwd=REPO, capture_output=True, text=True, timeout=NODE_TIMEOUT_S, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"{scenario}: node did not finish in {NODE_TIMEOUT_S}s: {exc.stdout!r}")
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    result: dict[str, Any] = json.loads(lines[-1]) if lines else {}
-    if proc.returncode != 0 or not result.get("ok"):
-        server_log = server.log.read_text(errors="replace")[-4000:]
-        pytest.fail(
-            f"{scenario} failed (exit {proc.returncode}): {result.get('error') or result}\n"
-            f"stderr: {proc.stderr[-2000:]}\nserver log tail:\n{server_log}"
-        )
-    return result
+    return node_scenario(node, SCRIPT, server, scenario, *args, timeout_s=NODE_TIMEOUT_S)
 
 
 def order_status(database_url: str, order_id: str) -> str:
