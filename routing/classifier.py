@@ -265,6 +265,19 @@ def examples_embed(
     return np.vstack(rows) if rows else np.zeros((0, len(zero)), dtype=np.float32)
 
 
+def examples_cache_fill(pairs: list[tuple[str, np.ndarray]]) -> None:
+    """Put known (text, embedding) pairs in the example cache (an evaluation's saved
+    embeddings of the same model)."""
+    from knowledge.embedding import model_path
+
+    model = model_path()
+    with _example_lock:
+        for text, vector in pairs:
+            _example_vectors[(model, text.strip())] = np.asarray(vector, dtype=np.float32)
+        while len(_example_vectors) > _EXAMPLE_CACHE_SIZE:
+            _example_vectors.popitem(last=False)
+
+
 def _fit(
     texts: list[str], y: np.ndarray, vectors: np.ndarray | None
 ) -> tuple[FeatureUnion, LogisticRegression]:
