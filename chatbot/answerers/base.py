@@ -340,9 +340,10 @@ async def model_answer(
     for guard in chain:
         if guard.verdict.label:
             reply.guard = guard.verdict.label
+        # What a guard dropped and why, also when the reply went out trimmed.
+        reply.meta.update(guard.verdict.meta)
     if tripped is not None:
         verdict = tripped.verdict
-        reply.meta.update(verdict.meta)
         if verdict.replacement is not None:
             async for event in replace_answer(verdict.replacement, reply, whole=verdict.whole):
                 yield event

@@ -157,10 +157,6 @@ class L3Answerer(GuardedAnswerer):
         guards = self.guards(plan)
         async for event in model_answer(plan, reply, guards):
             yield event
-        for guard in guards:
-            # What was dropped and why, also when the reply went out trimmed (the turn
-            # stores a guard's meta only when it replaced the reply).
-            reply.meta.update(guard.verdict.meta)
         if reply.guard == "abstained" and OFFER_HUMAN not in plan.actions:
             # The done frame and the stored reply carry the offer; the state remembers it.
             plan.actions.append(OFFER_HUMAN)
