@@ -22,6 +22,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -374,9 +375,10 @@ def oos_threshold_suggest(curve: list[dict[str, float]]) -> float:
 def off_topic_texts() -> list[str]:
     """Generic off-topic messages (seed_data/offtopic.txt): the negatives the
     out-of-scope trade-off is measured on, whatever the shop's intents are."""
-    from routing.seed import SEED_DIR
-
-    lines = (SEED_DIR / "offtopic.txt").read_text(encoding="utf-8").splitlines()
+    # The file sits beside the seed data; read here, not through routing.seed, which
+    # imports the evaluation and through it the router (an import cycle).
+    path = Path(__file__).resolve().parent / "seed_data" / "offtopic.txt"
+    lines = path.read_text(encoding="utf-8").splitlines()
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
