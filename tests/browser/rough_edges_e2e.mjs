@@ -32,13 +32,15 @@ const shadow = (page, fn, arg) =>
 
 async function reload(browser) {
   const page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
-  await page.goto(`${opts.base}/?as=mei_patel_7272`);
+  // Sofia and her pending order: no other browser test touches them (the identity test
+  // cancels Mei's order in the same database).
+  await page.goto(`${opts.base}/?as=sofia_rossi_8776`);
   await page.locator("tierdesk-chat .launcher").click();
   await page.waitForFunction(() => document.querySelector("tierdesk-chat").getAttribute("data-state") === "open", null, { timeout: TIMEOUT });
   // Typed like a person (the bot check, when on, reads the keystrokes and the pointer).
   await page.mouse.move(200, 200, { steps: 8 });
   await page.locator("tierdesk-chat textarea").click();
-  await page.keyboard.type("cancel #W9583042, ordered by mistake", { delay: 35 });
+  await page.keyboard.type("cancel #W5918442, ordered by mistake", { delay: 35 });
   await page.keyboard.press("Enter");
   await page.waitForFunction(
     () => document.querySelector("tierdesk-chat").shadowRoot.querySelector('.msg.bot[data-status="complete"]'),

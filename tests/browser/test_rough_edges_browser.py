@@ -29,7 +29,7 @@ def test_reload_keeps_the_yes_no_of_a_pending_confirmation(
     result = scenario(browser_tools, daphne_server, "reload")
     assert result["before"] == ["Yes", "No"], result
     assert result["after"] == ["Yes", "No"], result
-    assert "#W9583042" in result["reply"]
+    assert "#W5918442" in result["reply"]
     assert result["after_click"] == 0  # answered: the buttons go
 
 
