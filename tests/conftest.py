@@ -77,3 +77,16 @@ def _close_thread_connections(django_db_setup: None, django_db_blocker) -> Itera
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
+
+
+@pytest.fixture(autouse=True)
+def _fresh_channel_layer() -> Iterator[None]:
+    """Each test gets its own channel-layer instance: channels_redis binds its locks to
+    the event loop that first used them, and every async test has a new loop (a layer
+    kept from an earlier test failed a desk test with "Lock ... is bound to a different
+    event loop" when the suite ran whole)."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()

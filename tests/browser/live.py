@@ -187,6 +187,10 @@ def server_env(database_url: str, extra: dict[str, str] | None = None) -> dict[s
     )
     # pytest-django's per-run test database name means nothing to the server.
     env.pop("TIERDESK_TEST_DB_NAME", None)
+    # What the server keeps in Redis (rate limits, one-time-code quotas, locks) is its
+    # own: an earlier run's keys (say, five codes already sent to Mei this hour) must
+    # not decide this run.
+    env["TIERDESK_STATE_PREFIX"] = f"tierdesk-live-{database_url.rsplit('/', 1)[-1]}-{os.getpid()}"
     env.update(extra or {})
     return env
 
