@@ -54,7 +54,9 @@ async def test_shopper_asks_for_a_person_agent_claims_talks_and_resolves(
             inbox = await frame_of(desk, "inbox")
         item = inbox["queue"][0]
         assert item["language"] == "en"
-        assert item["last"][-1]["role"] == "bot"
+        # The inbox is published when the conversation is queued, which may be before
+        # or after the bot's "you are number 1" is stored: the shopper's side is there.
+        assert [m["role"] for m in item["last"]].count("user") >= 2
         assert any(m["text"] == "I want to talk to a human" for m in item["last"])
         conversation_id = item["id"]
 
