@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from . import text as ktext
+from .grounding import COURTESY
 
 Label = Literal["entailed", "contradicted", "neutral"]
 
@@ -68,42 +69,8 @@ _PARTICLE = re.compile(
     r"\s*[,，.。!！:]\s*",
     re.IGNORECASE,
 )
-_COURTESY = frozenset(
-    [
-        "sorri",
-        "glad",
-        "happi",
-        "welcom",
-        "great",
-        "sure",
-        "apolog",
-        "unfortun",
-        "hope",
-        "base",
-        "inform",
-        "provid",
-        "passag",
-        "accord",
-        "articl",
-        "mention",
-        "state",
-        "help",
-        "note",
-        "thank",
-        "pleas",
-        "抱歉",
-        "不好意思",
-        "很高兴",
-        "希望",
-        "帮到",
-        "根据",
-        "段落",
-        "提到",
-        "信息",
-        "谢谢",
-        "请",
-    ]
-)
+# The grounding check's courtesy words, and a few more that thank or ask politely.
+_COURTESY = COURTESY | frozenset(["help", "note", "thank", "pleas", "谢谢", "请"])
 
 _WORD_NUMBERS = {
     "zero": 0,

@@ -48,7 +48,7 @@ class Grounding:
 
 # Courtesy and framing carry no claim about the shop ("Sorry!", "Based on the
 # information provided, ...").
-_COURTESY = frozenset(
+COURTESY = frozenset(
     [
         "sorri",
         "glad",
@@ -99,7 +99,7 @@ def answer_grounding(answer: str, passages: list[str], *, question: str = "") ->
         sentence = sentence.strip()
         if not sentence or _REFUSAL.search(sentence) or _LIST_MARKER.match(sentence):
             continue
-        terms = [t for t in ktext.index_tokens(sentence) if t not in _COURTESY and t not in echoed]
+        terms = [t for t in ktext.index_tokens(sentence) if t not in COURTESY and t not in echoed]
         nums = [_norm_number(n) for n in ktext.numbers(sentence)]
         if not terms and not nums:
             continue
