@@ -55,6 +55,10 @@ from tests.net import free_port
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "l1.json"
 DAPHNE_LOG = ROOT / "var" / "log" / "bench-daphne.log"
+MODELSERVER_LOG = ROOT / "var" / "log" / "bench-modelserver.log"
+MODELSERVER_STATUS = ROOT / "var" / "run" / "bench-modelserver.json"
+# The model server's base port (fast +0, fallback +1), in the bench's own range.
+MODELSERVER_PORT = 18240
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/tierdesk_bench"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/2"
@@ -65,6 +69,8 @@ TARGETS = {
     "first_chunk_p95_ms_20_sessions": 400.0,
     "tokens_per_s_ratio_min": 0.90,
     "router_p95_ms": 5.0,
+    # Issue #16: what the web tier adds to bare llama.cpp's first token, at p50.
+    "first_chunk_overhead_p50_ms_max": 30.0,
 }
 
 # The L1 mix: (expected intent, language, text, weight). Order ids are the shopper's own.
@@ -199,9 +205,16 @@ class Sample:
 # --- environment and services -------------------------------------------------------------
 
 
+# Where the server's models run: "server" (the production default, `manage.py modelserver`)
+# or "inprocess" (inside Daphne, as before issue #16); set by --models.
+MODELS = {"mode": "server", "port": MODELSERVER_PORT}
+
+
 def bench_env(*, warmup: bool) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
+        TIERDESK_MODELS=str(MODELS["mode"]),
+        TIERDESK_MODEL_SERVER_PORT=str(MODELS["port"]),
         DATABASE_URL=os.environ.get("TIERDESK_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL),
         REDIS_URL=os.environ.get("TIERDESK_BENCH_REDIS_URL", DEFAULT_REDIS_URL),
         TIERDESK_ENV="development",
@@ -307,6 +320,72 @@ class DaphneServer:
     def stop(self) -> None:
         if self.proc is not None:
             process_group_stop(self.proc)
+
+
+class ModelServerProc:
+    """``manage.py modelserver`` for the fast and fallback roles, as production runs it
+    (not supervised here: the CPU meter reads this very process)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.ready_s = 0.0
+
+    def start(self) -> None:
+        MODELSERVER_LOG.parent.mkdir(parents=True, exist_ok=True)
+        MODELSERVER_STATUS.unlink(missing_ok=True)
+        with MODELSERVER_LOG.open("wb") as logfile:
+            self.proc = subprocess.Popen(
+                [
+                    str(ROOT / ".venv" / "bin" / "python"),
+                    "manage.py",
+                    "modelserver",
+                    "--roles",
+                    "fast,fallback",
+                    "--port",
+                    str(self.port),
+                    "--status-file",
+                    str(MODELSERVER_STATUS),
+                ],
+                cwd=ROOT,
+                env=bench_env(warmup=False),
+                stdout=logfile,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        assert self.proc is not None
+        started = time.perf_counter()
+        while time.perf_counter() - started < timeout_s:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"model server exited ({self.proc.returncode}):\n"
+                    + MODELSERVER_LOG.read_text(errors="replace")[-3000:]
+                )
+            if MODELSERVER_STATUS.exists():
+                self.ready_s = time.perf_counter() - started
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"model server not ready after {timeout_s:.0f}s")
+
+    def rss_mb(self) -> float | None:
+        return process_rss_mb(self.proc.pid) if self.proc is not None else None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            process_group_stop(self.proc)
+
+
+def process_rss_mb(pid: int) -> float | None:
+    """Resident memory of a process in MB (VmRSS), None if it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def process_group_stop(proc: subprocess.Popen[Any], wait_s: float = 15) -> None:
@@ -564,9 +643,10 @@ class BareEngine:
         import xllamacpp as xlc
         from django.conf import settings
 
+        from inference.backends.llamacpp import server_params
         from inference.catalog import resolve_model_file
 
-        config = settings.INFERENCE_BACKENDS["fast"]["CONFIG"]
+        config = settings.LOCAL_MODELS["fast"]["CONFIG"]
         path, _sha = resolve_model_file(
             model=str(config.get("model", "")),
             path=str(config.get("path", "")),
@@ -577,16 +657,10 @@ class BareEngine:
         self.ctx_per_slot = int(config.get("n_ctx_per_slot", 1024))
         self.threads = int(config.get("threads", settings.TIERDESK_THREADS))
         self.model_file = path.name
-        params = xlc.CommonParams()
-        params.model.path = str(path)
-        params.n_parallel = self.n_parallel
-        params.n_ctx = self.n_parallel * self.ctx_per_slot
-        params.cpuparams.n_threads = self.threads
-        params.cpuparams_batch.n_threads = self.threads
-        params.swa_full = True
-        params.cache_prompt = True
-        params.warmup = False
-        params.verbosity = -1
+        self.speculative = str(config.get("speculative") or "")
+        # The very parameters the model server uses (slots, threads, swa_full,
+        # cache_prompt, speculative decoding when set).
+        params = server_params(config, path)
         self.server: Any = xlc.Server(params)
 
     def warm_up(self) -> None:
@@ -1095,7 +1169,23 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="measure from a cold prompt cache (no unmeasured pass over every few-shot prefix)",
     )
+    parser.add_argument(
+        "--models",
+        choices=("server", "inprocess"),
+        default="server",
+        help="the server's models in the model server process (default) or inside Daphne",
+    )
+    parser.add_argument("--model-server-port", type=int, default=MODELSERVER_PORT)
+    parser.add_argument(
+        "--speculative",
+        default=None,
+        help="n-gram speculative decoding for the fast model, on both sides "
+        "(a kind of inference.backends.llamacpp.SPECULATIVE_TYPES; default: the setting)",
+    )
     args = parser.parse_args(argv)
+    MODELS.update(mode=args.models, port=args.model_server_port)
+    if args.speculative is not None:
+        os.environ["TIERDESK_FAST_SPECULATIVE"] = args.speculative
     # Turn a TERM (timeout, Ctrl-C from make) into SystemExit so Daphne is stopped.
     signal.signal(signal.SIGTERM, _terminate)
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -1134,6 +1224,13 @@ def main(argv: list[str] | None = None) -> int:
     router = router_bench(seed=args.seed, count=args.router_messages, warmup=100)
     log(f"router p50 {router['p50_ms']} ms, p95 {router['p95_ms']} ms")
 
+    model_server = ModelServerProc(args.model_server_port) if args.models == "server" else None
+    if model_server is not None:
+        log(f"starting the model server on 127.0.0.1:{args.model_server_port}+...")
+        model_server.start()
+        model_server.wait_ready()
+        log(f"model server ready in {model_server.ready_s:.1f}s")
+
     log("loading bare llama.cpp...")
     bare_engine = BareEngine()
     bare_engine.warm_up()
@@ -1164,6 +1261,7 @@ def main(argv: list[str] | None = None) -> int:
             readiness=readiness,
             phases=phases,
             prefix_warmup=warm is not None,
+            model_server=model_server,
         )
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
@@ -1180,7 +1278,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             load_before = os.getloadavg()[0]
             assert server.proc is not None
-            meter = CpuMeter(bench_pid=os.getpid(), daphne_pid=server.proc.pid)
+            others = {}
+            if model_server is not None and model_server.proc is not None:
+                others["modelserver"] = model_server.proc.pid
+            meter = CpuMeter(bench_pid=os.getpid(), daphne_pid=server.proc.pid, others=others)
             ours_samples, bare_samples, ours_s, bare_s = await scenario_run(
                 scenario, server.port, bare_engine, meter
             )
@@ -1195,6 +1296,10 @@ def main(argv: list[str] | None = None) -> int:
                     # bench process (bare llama.cpp + clients), the Daphne server.
                     "cores_during_server": meter.cores("server"),
                     "cores_during_bare": meter.cores("bare"),
+                    "rss_mb": {
+                        "daphne": process_rss_mb(server.proc.pid),
+                        "modelserver": model_server.rss_mb() if model_server else None,
+                    },
                 }
             )
             if not scenario.measured:
@@ -1207,6 +1312,11 @@ def main(argv: list[str] | None = None) -> int:
             results[scenario.key], bare_results[scenario.key] = ours, bare
             first, bare_first = ours["first_chunk_ms"], bare["first_token_ms"]
             ratios[scenario.key] = {
+                "first_chunk_overhead_p50_ms": (
+                    round(first["p50"] - bare_first["p50"], 1)
+                    if first["p50"] is not None and bare_first["p50"] is not None
+                    else None
+                ),
                 "first_chunk_p50": ratio(first["p50"], bare_first["p50"]),
                 "first_chunk_p95": ratio(first["p95"], bare_first["p95"]),
                 "tokens_per_s": ratio(
@@ -1229,6 +1339,8 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(drive())
     finally:
         server.stop()
+        if model_server is not None:
+            model_server.stop()
         if server.proc is not None and server.proc.returncode not in (0, -signal.SIGTERM, None):
             log(f"Daphne exit code {server.proc.returncode}")
 
@@ -1254,6 +1366,7 @@ def _report_build(
     readiness: dict[str, Any],
     phases: list[dict[str, Any]],
     prefix_warmup: bool,
+    model_server: ModelServerProc | None = None,
 ) -> dict[str, Any]:
     from django.conf import settings
 
@@ -1300,7 +1413,37 @@ def _report_build(
             TARGETS["tokens_per_s_ratio_min"],
         ),
         "router_p95": at_most(router["p95_ms"], TARGETS["router_p95_ms"]),
+        "first_chunk_overhead_p50_1_session": at_most(
+            get("ratios", single, "first_chunk_overhead_p50_ms"),
+            TARGETS["first_chunk_overhead_p50_ms_max"],
+        ),
+        f"first_chunk_overhead_p50_{n}_sessions": at_most(
+            get("ratios", multi, "first_chunk_overhead_p50_ms"),
+            TARGETS["first_chunk_overhead_p50_ms_max"],
+        ),
     }
+    # The headline numbers, flat (docs/benchmarks.md quotes these).
+    figures: dict[str, Any] = {}
+    for key, label in ((single, "1"), (multi, str(n))):
+        figures.update(
+            {
+                f"first_chunk_p50_ms_{label}": get("ours", key, "first_chunk_ms", "p50"),
+                f"first_chunk_p95_ms_{label}": get("ours", key, "first_chunk_ms", "p95"),
+                f"bare_first_token_p50_ms_{label}": get("bare", key, "first_token_ms", "p50"),
+                f"bare_first_token_p95_ms_{label}": get("bare", key, "first_token_ms", "p95"),
+                f"first_chunk_overhead_p50_ms_{label}": get(
+                    "ratios", key, "first_chunk_overhead_p50_ms"
+                ),
+                f"tokens_per_s_p50_{label}": get("ours", key, "tokens_per_s_per_session", "p50"),
+                f"bare_tokens_per_s_p50_{label}": get("bare", key, "decode_tok_s", "p50"),
+                f"tokens_per_s_ratio_{label}": get("ratios", key, "tokens_per_s"),
+                f"guard_pass_share_{label}": get("ours", key, "guard_pass_share"),
+                f"errors_{label}": get("ours", key, "errors"),
+            }
+        )
+    last = phases[-1] if phases else {}
+    figures["rss_mb_daphne"] = (last.get("rss_mb") or {}).get("daphne")
+    figures["rss_mb_modelserver"] = (last.get("rss_mb") or {}).get("modelserver")
     machine["loadavg_end"] = list(os.getloadavg())
     fast = settings.INFERENCE_BACKENDS["fast"]["CONFIG"]
     return {
@@ -1322,6 +1465,14 @@ def _report_build(
             "swa_full": True,
             "cache_prompt": True,
             "server": "daphne (1 process), PostgreSQL, Redis channel layer, DJANGO_DEBUG=false",
+            "models": MODELS["mode"],
+            "model_server": (
+                f"manage.py modelserver --roles fast,fallback on 127.0.0.1:{MODELS['port']}+"
+                if model_server is not None
+                else None
+            ),
+            "model_server_ready_s": round(model_server.ready_s, 1) if model_server else None,
+            "speculative": bare_engine.speculative or None,
             "server_ready_s": round(server.ready_s, 1),
             "readiness": readiness,
             "prefix_warmup": prefix_warmup,
@@ -1342,6 +1493,7 @@ def _report_build(
         "server_pre_model": pre_model,
         "targets": TARGETS,
         "verdicts": verdicts,
+        "figures": figures,
     }
 
 

@@ -146,6 +146,11 @@ def is_remote(backend: ModelBackend) -> bool:
     return getattr(backend, "astream", None) is not None
 
 
+def is_hosted(backend: ModelBackend) -> bool:
+    """A remote API, not our own model server: fast first tokens, estimated counts."""
+    return is_remote(backend) and not getattr(backend, "model_server", False)
+
+
 def large_is_distinct(role: str = "large") -> bool:
     return resolve_role(role) != resolve_role(settings.TIERDESK_L3_FALLBACK_ROLE)
 
@@ -155,7 +160,9 @@ async def large_stream(
 ) -> AsyncGenerator[GenerationChunk, None]:
     large = get_backend("large")
     fallback = get_backend(settings.TIERDESK_L3_FALLBACK_ROLE)
-    remote = is_remote(large)
+    # Our model server runs the same local model a CPU prefills slowly (its timeout is
+    # the local one) and counts tokens exactly over HTTP (off the event loop).
+    remote = is_hosted(large)
     info.model = large.model_id
 
     async def serve_fallback(reason: str, **detail: Any) -> AsyncGenerator[GenerationChunk, None]:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run the product on the embedded default: Daphne + a Celery worker, SQLite, in-memory
-# channel layer, kombu filesystem broker. Ctrl-C stops both.
+# Run the product on the embedded default: the model server (the local models in their
+# own process, restarted if it dies), then a Celery worker and Daphne, which reach it
+# over HTTP; SQLite, in-memory channel layer, kombu filesystem broker. Ctrl-C stops all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -12,14 +13,31 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT INT TERM
 
 .venv/bin/python manage.py demo_admin
+# The model server first (docs/deployment.md, "The model server"): --supervise starts it
+# again whenever it dies. TIERDESK_MODELS=inprocess loads the models inside Daphne instead.
+if [ "${TIERDESK_MODELS:-server}" = server ]; then
+  MS_STATUS=var/run/modelserver.json
+  mkdir -p var/run && rm -f "$MS_STATUS"
+  .venv/bin/python manage.py modelserver --supervise --status-file "$MS_STATUS" >var/log/modelserver.log 2>&1 &
+  pids+=($!)
+  echo "Starting the model server (loading and warming up the models; var/log/modelserver.log)..."
+  for _ in $(seq 1 600); do
+    [ -f "$MS_STATUS" ] && break
+    if ! kill -0 "${pids[0]}" 2>/dev/null; then echo "model server exited:"; tail -n 30 var/log/modelserver.log; exit 1; fi
+    sleep 1
+  done
+  [ -f "$MS_STATUS" ] || { echo "model server not ready after 600s:"; tail -n 30 var/log/modelserver.log; exit 1; }
+  echo "  model server ready: $(cat "$MS_STATUS")"
+fi
 # -B: the worker also runs Celery beat (the gray-release schedule and guardrails tick
 # every minute); one process is enough for the single-machine embedded default.
 .venv/bin/celery -A config worker -B --schedule=var/celerybeat-schedule --loglevel=WARNING --concurrency=1 >var/log/worker.log 2>&1 &
 pids+=($!)
 .venv/bin/daphne -b "$HOST" -p "$PORT" config.asgi:application >var/log/daphne.log 2>&1 &
-pids+=($!)
+DAPHNE_PID=$!
+pids+=("$DAPHNE_PID")
 
-echo "Loading and warming up the models (a minute or two; details in var/log/daphne.log)..."
+echo "Starting Daphne and warming up (details in var/log/daphne.log)..."
 # Progress: /readyz names the warm-up's stage (inference/warmup.py); print each change.
 # Give up only when the stage stands still for STALL_S (a busy machine is slow, not stuck).
 STALL_S=600
@@ -34,7 +52,7 @@ while :; do
     last=$stage changed=$SECONDS
   fi
   case "$stage" in ready|failed) break ;; esac
-  if ! kill -0 "${pids[1]}" 2>/dev/null; then echo "Daphne exited:"; tail -n 30 var/log/daphne.log; exit 1; fi
+  if ! kill -0 "$DAPHNE_PID" 2>/dev/null; then echo "Daphne exited:"; tail -n 30 var/log/daphne.log; exit 1; fi
   if [ $((SECONDS - changed)) -ge "$STALL_S" ]; then echo "no progress for ${STALL_S}s"; break; fi
   sleep 1
 done

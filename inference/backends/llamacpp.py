@@ -20,12 +20,69 @@ import httpx
 from django.conf import settings
 
 from ..base import GenerationChunk, GenerationRequest, InferenceError, Usage
+from ..capacity import track
 from ..catalog import is_chat_model, resolve_model_file
 from .wire import read_chunk, request_body
 
 logger = logging.getLogger(__name__)
 
 _DONE = object()
+
+
+def server_params(config: dict[str, Any], path: Path, *, port: int = 0) -> Any:
+    """``xllamacpp.CommonParams`` for a role's CONFIG: the one place the engine is tuned.
+
+    Used in-process (``LlamaCppBackend``) and by the model server process
+    (``manage.py modelserver``), so both run the model the same way: ``n_parallel``
+    slots with continuous batching, ``threads``, the prompt-prefix cache and, when
+    CONFIG asks for it, n-gram speculative decoding. ``port`` 0: a free port.
+    """
+    import xllamacpp as xlc
+
+    params = xlc.CommonParams()
+    params.model.path = str(path)
+    n_parallel = int(config.get("n_parallel", 4))
+    params.n_parallel = n_parallel
+    params.n_ctx = n_parallel * int(config.get("n_ctx_per_slot", 1024))
+    threads = int(config.get("threads") or settings.TIERDESK_THREADS)
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.cont_batching = True
+    # Gemma 3 uses sliding-window attention; without a full-size SWA cache llama.cpp
+    # re-processes the whole few-shot prefix on every call (measured: 410-570 ms vs
+    # 90-170 ms to first token).
+    params.swa_full = True
+    params.cache_prompt = True
+    params.warmup = False  # our own warm-up runs real requests (SPEC)
+    params.verbosity = -1
+    # /metrics for the capacity client (inference.capacity); /slots is on by default.
+    params.endpoint_metrics = True
+    params.port = int(port)
+    speculative = str(config.get("speculative") or "")
+    if speculative:
+        speculative_configure(params, speculative)
+    return params
+
+
+SPECULATIVE_TYPES = {
+    "ngram-simple": "COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE",
+    "ngram-map-k": "COMMON_SPECULATIVE_TYPE_NGRAM_MAP_K",
+    "ngram-cache": "COMMON_SPECULATIVE_TYPE_NGRAM_CACHE",
+    "ngram-mod": "COMMON_SPECULATIVE_TYPE_NGRAM_MOD",
+}
+
+
+def speculative_configure(params: Any, kind: str) -> None:
+    """Draft-model-free speculative decoding (prompt lookup): ``kind`` is a key of
+    ``SPECULATIVE_TYPES``. The drafts come from n-grams already in the context, which
+    suits L1 replies that copy the facts from the prompt."""
+    import xllamacpp as xlc
+
+    if kind not in SPECULATIVE_TYPES:
+        known = ", ".join(sorted(SPECULATIVE_TYPES))
+        raise InferenceError("config_error", f"speculative {kind!r}: use one of {known}")
+    value = getattr(xlc.common_speculative_type, SPECULATIVE_TYPES[kind])
+    params.speculative.types = [value]
 
 
 class LlamaCppBackend:
@@ -57,24 +114,11 @@ class LlamaCppBackend:
                 sha256=str(self.config.get("sha256", "")),
                 model_dir=settings.TIERDESK_MODEL_DIR,
             )
+            params = server_params(self.config, path, port=int(self.config.get("port") or 0))
+            n_parallel = int(params.n_parallel)
+            started = time.perf_counter()
             import xllamacpp as xlc
 
-            params = xlc.CommonParams()
-            params.model.path = str(path)
-            n_parallel = int(self.config.get("n_parallel", 4))
-            params.n_parallel = n_parallel
-            params.n_ctx = n_parallel * int(self.config.get("n_ctx_per_slot", 1024))
-            threads = int(self.config.get("threads", settings.TIERDESK_THREADS))
-            params.cpuparams.n_threads = threads
-            params.cpuparams_batch.n_threads = threads
-            # Gemma 3 uses sliding-window attention; without a full-size SWA cache
-            # llama.cpp re-processes the whole few-shot prefix on every call
-            # (measured: 410-570 ms vs 90-170 ms to first token).
-            params.swa_full = True
-            params.cache_prompt = True
-            params.warmup = False  # our own warm-up runs real requests (SPEC)
-            params.verbosity = -1
-            started = time.perf_counter()
             self._server = xlc.Server(params)
             self.path, self.model_version = path, sha
             logger.info(
@@ -145,20 +189,22 @@ class LlamaCppBackend:
         worker.start()
         usage: Usage | None = None
         try:
-            while True:
-                item = q.get()
-                if item is _DONE:
-                    break
-                if isinstance(item, Exception):
-                    raise InferenceError("model_error", f"{self.model_id}: {item}") from item
-                if isinstance(item, dict) and "error" in item:
-                    raise InferenceError("model_error", f"{self.model_id}: {item['error']}")
-                text, finish, sent = read_chunk(item, chat)
-                if sent is not None:
-                    usage = sent
-                if text or finish:
-                    yield GenerationChunk(text=text, finish_reason=finish)
-            yield GenerationChunk(text="", finish_reason="end", usage=usage or Usage())
+            with track(self.role) as tracker:
+                while True:
+                    item = q.get()
+                    if item is _DONE:
+                        break
+                    if isinstance(item, Exception):
+                        raise InferenceError("model_error", f"{self.model_id}: {item}") from item
+                    if isinstance(item, dict) and "error" in item:
+                        raise InferenceError("model_error", f"{self.model_id}: {item['error']}")
+                    text, finish, sent = read_chunk(item, chat)
+                    if sent is not None:
+                        usage = sent
+                    if text or finish:
+                        tracker.first()
+                        yield GenerationChunk(text=text, finish_reason=finish)
+                yield GenerationChunk(text="", finish_reason="end", usage=usage or Usage())
         finally:
             cancelled.set()
 

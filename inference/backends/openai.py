@@ -32,6 +32,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..base import GenerationChunk, GenerationRequest, InferenceError, Usage
+from ..capacity import track
+from ..catalog import CATALOG
 from .wire import read_chunk, request_body
 
 logger = logging.getLogger(__name__)
@@ -227,8 +229,14 @@ class OpenAIBackend:
         base = api_base_url(str(config["api_base"]))
         self.api_base = base
         self.model_id = str(config.get("model") or "default")
-        self.model_version = str(config.get("model_version") or f"{self.model_id}@{base}")
-        self.chat = True
+        # Our own llama.cpp model server (``manage.py modelserver``): exact token counts
+        # from its /tokenize, the catalogue's checksum as the model version, and a base
+        # model (the fast role) takes ``prompt`` only.
+        self.model_server = bool(config.get("model_server"))
+        entry = CATALOG.get(self.model_id) if self.model_server else None
+        version = config.get("model_version") or (entry.sha256 if entry else "")
+        self.model_version = str(version or f"{self.model_id}@{base}")
+        self.chat = bool(config.get("chat", entry.chat_template if entry else True))
         self.timeout = httpx.Timeout(
             connect=float(config.get("connect_timeout_s", 2.0)),
             read=float(config.get("read_timeout_s", 30.0)),
@@ -290,43 +298,59 @@ class OpenAIBackend:
         """Stream on the running event loop; leaving early closes the connection."""
         exchange = _Exchange(request, self.model_id)
         client = self._async_client()
-        for attempt in (1, 2):
-            try:
-                async with client.stream("POST", exchange.path, json=exchange.body) as response:
-                    if response.status_code >= 400:
-                        exchange.refuse(response, await response.aread())
-                    async for line in response.aiter_lines():
-                        if (chunk := exchange.feed(line)) is not None:
-                            yield chunk
-                        if exchange.done:
-                            break
-                break
-            except _FAILURES as exc:
-                if (error := exchange.failure(exc, attempt)) is not None:
-                    raise error from exc
-        yield exchange.end()
+        with track(self.role) as tracker:
+            for attempt in (1, 2):
+                try:
+                    async with client.stream("POST", exchange.path, json=exchange.body) as response:
+                        if response.status_code >= 400:
+                            exchange.refuse(response, await response.aread())
+                        async for line in response.aiter_lines():
+                            if (chunk := exchange.feed(line)) is not None:
+                                tracker.first()
+                                yield chunk
+                            if exchange.done:
+                                break
+                    break
+                except _FAILURES as exc:
+                    if (error := exchange.failure(exc, attempt)) is not None:
+                        raise error from exc
+            yield exchange.end()
 
     def stream(self, request: GenerationRequest) -> Iterator[GenerationChunk]:
         """The blocking twin of ``astream`` (run it in a worker thread)."""
         exchange = _Exchange(request, self.model_id)
         client = self._sync_client()
-        for attempt in (1, 2):
-            try:
-                with client.stream("POST", exchange.path, json=exchange.body) as response:
-                    if response.status_code >= 400:
-                        exchange.refuse(response, response.read())
-                    for line in response.iter_lines():
-                        if (chunk := exchange.feed(line)) is not None:
-                            yield chunk
-                        if exchange.done:
-                            break
-                break
-            except _FAILURES as exc:
-                if (error := exchange.failure(exc, attempt)) is not None:
-                    raise error from exc
-        yield exchange.end()
+        with track(self.role) as tracker:
+            for attempt in (1, 2):
+                try:
+                    with client.stream("POST", exchange.path, json=exchange.body) as response:
+                        if response.status_code >= 400:
+                            exchange.refuse(response, response.read())
+                        for line in response.iter_lines():
+                            if (chunk := exchange.feed(line)) is not None:
+                                tracker.first()
+                                yield chunk
+                            if exchange.done:
+                                break
+                    break
+                except _FAILURES as exc:
+                    if (error := exchange.failure(exc, attempt)) is not None:
+                        raise error from exc
+            yield exchange.end()
 
     def count_tokens(self, text: str) -> int:
+        """The model server's exact count (llama.cpp's /tokenize), else an estimate."""
+        if self.model_server:
+            try:
+                root = self.api_base.removesuffix("/v1")
+                response = self._sync_client().post(f"{root}/tokenize", json={"content": text})
+                response.raise_for_status()
+                return len(response.json()["tokens"])
+            except (httpx.HTTPError, ValueError, KeyError):
+                pass  # the estimate below errs high, the safe side
+        return self.estimate_tokens(text)
+
+    def estimate_tokens(self, text: str) -> int:
         """A documented estimate: the remote tokenizer is unknown here.
 
         One token per CJK character, one per ``chars_per_token`` (4) other characters,

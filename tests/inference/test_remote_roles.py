@@ -87,8 +87,17 @@ def test_every_role_reads_its_server_from_the_environment() -> None:
     # The older L3 names still point the large role at a server.
     older = settings_with("/dev/null", TIERDESK_L3_API_BASE="http://l3:1234/v1")
     assert older["INFERENCE_BACKENDS"]["large"]["CONFIG"]["api_base"] == "http://l3:1234/v1"
-    assert older["INFERENCE_BACKENDS"]["fast"]["BACKEND"].endswith("LlamaCppBackend")
+    # The local roles default to the model server (manage.py modelserver) over HTTP,
+    # one port per role; our own server is warmed (it bills nobody).
+    fast = older["INFERENCE_BACKENDS"]["fast"]
+    assert fast["BACKEND"].endswith("OpenAIBackend") and fast["CONFIG"]["model_server"]
+    assert fast["CONFIG"]["api_base"] == "http://127.0.0.1:8090"
+    assert older["INFERENCE_BACKENDS"]["fallback"]["CONFIG"]["api_base"] == "http://127.0.0.1:8091"
     assert older["TIERDESK_WARM_ROLES"] == ["fast", "fallback"]
+    # In-process is still one setting away.
+    inprocess = settings_with("/dev/null", TIERDESK_MODELS="inprocess")
+    assert inprocess["INFERENCE_BACKENDS"]["fast"]["BACKEND"].endswith("LlamaCppBackend")
+    assert inprocess["TIERDESK_WARM_ROLES"] == ["fast", "fallback"]
 
 
 def test_unknown_order_backend_names_the_valid_ones() -> None:
