@@ -6,6 +6,14 @@ stream in the inference pool under its guards) -> reply stored with its metadata
 ``done``. The answerers are in ``chatbot.answerers``; this is the driver, the same for
 every tier.
 
+Admission control (``inference.admission``, docs/resilience.md "Admission"): before a
+tier's model is asked, the turn is admitted only if its first chunk is predicted within
+the tier's budget, and an admitted turn without a first chunk by the budget is cut off.
+Either way the turn degrades instead of waiting or failing (``degraded_text``): L1 sends
+its template with the facts, L2 the extract of the best cited passage, L3 first tries the
+fallback model's queue and otherwise says it is busy and offers a person. ``done.degraded``
+says so and why.
+
 If the task is cancelled (the shopper disconnected), the partial reply is stored and
 marked incomplete; the write is shielded so the cancellation can't skip it.
 """
@@ -15,16 +23,33 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any, cast
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 
+from inference import cache
+from inference.admission import DEADLINE, PREDICTED, Ticket, admission
+from inference.base import Usage
+from inference.registry import resolve_role
+from routing import types as rt
+
 from . import services
 from .answerers import answerer_for
-from .answerers.base import AnswerPlan, Chunk, Done, Failed, Replace, Reply, TurnEvent
+from .answerers.base import (
+    AnswerPlan,
+    Chunk,
+    Done,
+    Failed,
+    Replace,
+    Reply,
+    TurnEvent,
+    replace_answer,
+)
+from .answerers.l2 import L2Plan
+from .answerers.l3 import OFFER_HUMAN, _handoff_offer_remember
 from .models import Message
 
 __all__ = ["Chunk", "Done", "Failed", "Replace", "TurnEvent", "turn_stream"]
@@ -42,7 +67,7 @@ async def turn_stream(
     status = Message.Status.COMPLETE
     checkpoint = _Checkpoint(reply_id)
     try:
-        async for event in answerer_for(plan.tier).stream(plan, reply):
+        async for event in admitted_stream(plan, reply):
             yield event
             if plan.generation is not None:
                 await checkpoint.maybe(reply)
@@ -77,8 +102,104 @@ async def turn_stream(
             "actions": plan.actions,
             # Set when the reply explains a failure (e.g. the order system is down).
             "error": plan.error_code or None,
+            # Set when the model couldn't start within the tier's budget: the reply is
+            # the tier's text that needs no model (docs/protocol.md, "degraded").
+            "degraded": reply.meta.get("degraded"),
         }
     )
+
+
+async def admitted_stream(plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnEvent]:
+    """The tier's answer under admission control (module docstring)."""
+    answerer = answerer_for(plan.tier)
+    if plan.generation is None or plan.tier not in settings.TIERDESK_FIRST_CHUNK_BUDGET_MS:
+        async for event in answerer.stream(plan, reply):
+            yield event
+        return
+    reply.meta["model_planned"] = True
+    if await _checked_answer_cached(plan):
+        async for event in answerer.stream(plan, reply):  # a stored answer: no model
+            yield event
+        return
+    gate = admission()
+    ticket = gate.admit(tier=plan.tier, role=plan.role, received_at=reply.received_at)
+    fallback_role = settings.TIERDESK_L3_FALLBACK_ROLE
+    if (
+        not ticket.admitted
+        and plan.tier == rt.L3
+        and resolve_role(plan.role) != resolve_role(fallback_role)
+    ):
+        # L3's model is busy: the fallback model's queue, if it can start in time.
+        second = gate.admit(
+            tier=plan.tier, role=fallback_role, received_at=reply.received_at, count=False
+        )
+        if second.admitted:
+            plan.role, ticket = fallback_role, second
+            reply.fallback = {"reason": "busy"}
+    if not ticket.admitted:
+        gate.gave_up(ticket)
+        async for event in _degrade(plan, reply, ticket.degraded(PREDICTED)):
+            yield event
+        return
+    events = cast(AsyncGenerator[TurnEvent, None], answerer.stream(plan, reply))
+    try:
+        while True:
+            try:
+                if reply.first_chunk_ms is None and ticket.deadline is not None:
+                    left = max(0.0, ticket.deadline - time.perf_counter())
+                    event = await asyncio.wait_for(anext(events), timeout=left)
+                else:
+                    event = await anext(events)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                at = time.perf_counter()
+                gate.missed(ticket, at=at)
+                why = ticket.degraded(DEADLINE, waited_ms=round((at - reply.received_at) * 1000))
+                async for degraded in _degrade(plan, reply, why):
+                    yield degraded
+                return
+            yield event
+    finally:
+        await events.aclose()
+    _service_time_record(ticket, reply)
+
+
+def _service_time_record(ticket: Ticket, reply: Reply) -> None:
+    if reply.first_chunk_ms is None or reply.meta.get("cached") or reply.fallback is not None:
+        return  # not the tier's model starting a reply
+    at = reply.received_at + reply.first_chunk_ms / 1000
+    admission().first_chunk(ticket, at=at, queue_s=float(reply.meta.get("queue_ms", 0)) / 1000)
+
+
+async def _checked_answer_cached(plan: AnswerPlan) -> bool:
+    """L2 stores checked answers (``answerers.l2``): a hit needs no model."""
+    if not isinstance(plan, L2Plan) or not plan.answer_key:
+        return False
+    return bool(await cache.cache_get(plan.answer_key))
+
+
+def degraded_text(plan: AnswerPlan) -> tuple[str, str]:
+    """The tier's reply that needs no model, and its guard label: L1's template with the
+    facts; L2's extract of the best cited passage (else the passage pointer the plan
+    falls back on); L3's "I can't answer that right now, or ask for a person"."""
+    if plan.tier == rt.L1:
+        return plan.text, "template"
+    if isinstance(plan, L2Plan) and plan.grounding and plan.grounding.get("extract"):
+        return str(plan.grounding["extract"]), "extract"
+    return plan.text, "n/a"
+
+
+async def _degrade(plan: AnswerPlan, reply: Reply, why: dict[str, Any]) -> AsyncIterator[TurnEvent]:
+    text, label = degraded_text(plan)
+    reply.meta["degraded"] = why
+    reply.model, reply.usage, reply.guard, reply.fallback = "", Usage(), label, None
+    if plan.tier == rt.L3 and OFFER_HUMAN not in plan.actions:
+        plan.actions.append(OFFER_HUMAN)
+        if reply.conversation_id:
+            await database_sync_to_async(_handoff_offer_remember)(reply.conversation_id)
+    async for event in replace_answer(text, reply):
+        yield event
 
 
 class _Checkpoint:

@@ -3,6 +3,10 @@
 ``model_slot``: each model role has as many slots as it has parallel decoding slots;
 waiting turns are served by weighted fair queueing, VIP weight 3 against 1, so under
 contention VIP shoppers get three times the share without starving the others.
+
+Each gate also measures itself for admission control (``inference.admission``) and
+Prometheus: how many hold a slot and wait now, a moving average of how long a slot is
+held, and the waits so far.
 """
 
 from __future__ import annotations
@@ -15,6 +19,21 @@ import time
 from collections.abc import AsyncIterator
 
 from django.conf import settings
+
+
+class Ewma:
+    """Exponentially weighted moving average; ``None`` before the first sample."""
+
+    def __init__(self, alpha: float = 0.2) -> None:
+        self.alpha = alpha
+        self.value: float | None = None
+        self.n = 0
+
+    def add(self, sample: float) -> None:
+        self.n += 1
+        self.value = (
+            sample if self.value is None else self.value + self.alpha * (sample - self.value)
+        )
 
 
 class PriorityGate:
@@ -34,11 +53,19 @@ class PriorityGate:
         self._heap: list[tuple[float, int, asyncio.Future[None]]] = []
         self._seq = itertools.count()
         self.served: list[str] = []  # the class of each waiter served, for tests
+        self.hold = Ewma()  # seconds a slot is held (one generation), moving average
+        self.waits = 0  # acquisitions so far, and the seconds they waited in all
+        self.wait_s = 0.0
+
+    @property
+    def waiting(self) -> int:
+        return sum(1 for _tag, _seq, future in self._heap if not future.done())
 
     async def acquire(self, cls: str) -> float:
         """Wait for a slot; returns the seconds waited."""
         if self.active < self.capacity and not self._heap:
             self.active += 1
+            self.waits += 1
             return 0.0
         started = time.perf_counter()
         tag = max(self.virtual, self.last.get(cls, 0.0)) + 1.0 / self.weights.get(cls, 1.0)
@@ -52,7 +79,10 @@ class PriorityGate:
                 self.release()  # the slot was handed to us as we were cancelled
             raise
         self.served.append(cls)
-        return time.perf_counter() - started
+        waited = time.perf_counter() - started
+        self.waits += 1
+        self.wait_s += waited
+        return waited
 
     def release(self) -> None:
         while self._heap:
@@ -90,10 +120,28 @@ async def model_slot(*, role: str, vip: bool) -> AsyncIterator[float]:
     """Hold one of the role's model slots for the duration of a generation."""
     gate = gate_for(role)
     waited = await gate.acquire("vip" if vip else "normal")
+    held_from = time.perf_counter()
     try:
         yield waited
     finally:
+        gate.hold.add(time.perf_counter() - held_from)
         gate.release()
+
+
+def gates_snapshot() -> dict[str, dict[str, float | int | None]]:
+    """Every role's gate in this process (Daphne runs one event loop): slots, holding,
+    waiting, the mean hold time, the waits so far and their seconds."""
+    out: dict[str, dict[str, float | int | None]] = {}
+    for (_loop, role), gate in list(_gates.items()):
+        out[role] = {
+            "slots": gate.capacity,
+            "active": gate.active,
+            "waiting": gate.waiting,
+            "hold_s": gate.hold.value,
+            "waits": gate.waits,
+            "wait_s": gate.wait_s,
+        }
+    return out
 
 
 def queue_reset() -> None:

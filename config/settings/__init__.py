@@ -633,6 +633,27 @@ TIERDESK_RATE_WINDOW_MAX_PER_S = env_float("TIERDESK_RATE_WINDOW_MAX_PER_S", 200
 TIERDESK_RATE_PER_SESSION = env_str("TIERDESK_RATE_PER_SESSION", "20/minute")
 TIERDESK_RATE_PER_IP = env_str("TIERDESK_RATE_PER_IP", "120/minute")
 TIERDESK_VIP_WEIGHT = env_float("TIERDESK_VIP_WEIGHT", 3.0)
+# Admission control (inference.admission, docs/resilience.md "Admission"): each tier's
+# first-chunk budget in ms from the shopper's message (0: none); a turn whose model can't
+# start within it sends the tier's text that needs no model instead, and says so in
+# `done.degraded`. With a free slot, one turn per probe interval still tries a tier whose
+# recent first-chunk time is over budget, so the estimate follows a model that recovers.
+TIERDESK_ADMISSION = env_bool("TIERDESK_ADMISSION", True)
+TIERDESK_L1_FIRST_CHUNK_BUDGET_MS = env_int("TIERDESK_L1_FIRST_CHUNK_BUDGET_MS", 400)
+TIERDESK_L2_FIRST_CHUNK_BUDGET_MS = env_int("TIERDESK_L2_FIRST_CHUNK_BUDGET_MS", 800)
+TIERDESK_L3_FIRST_CHUNK_BUDGET_MS = env_int("TIERDESK_L3_FIRST_CHUNK_BUDGET_MS", 1500)
+TIERDESK_FIRST_CHUNK_BUDGET_MS = {
+    "L1": TIERDESK_L1_FIRST_CHUNK_BUDGET_MS,
+    "L2": TIERDESK_L2_FIRST_CHUNK_BUDGET_MS,
+    "L3": TIERDESK_L3_FIRST_CHUNK_BUDGET_MS,
+}
+TIERDESK_ADMISSION_PROBE_S = env_float("TIERDESK_ADMISSION_PROBE_S", 5.0)
+# The waiting room (chatbot.consumers, docs/protocol.md "wait"): connections per Daphne
+# process beyond which a new shopper is accepted but waits, told "you are n-th", until
+# one leaves (0: no limit). A message over the global bucket or the dynamic window waits
+# for its turn too (at most TIERDESK_LOAD_WAIT_MAX_S), instead of a rate_limited error.
+TIERDESK_WS_ACTIVE_MAX = env_int("TIERDESK_WS_ACTIVE_MAX", 400)
+TIERDESK_LOAD_WAIT_MAX_S = env_float("TIERDESK_LOAD_WAIT_MAX_S", 30.0)
 TIERDESK_NORMAL_WEIGHT = env_float("TIERDESK_NORMAL_WEIGHT", 1.0)
 # Exact-match response cache: the switch, entry lifetime, and the tiers it serves.
 # Off by default in test runs: a cached reply would hide a test's queued fake replies

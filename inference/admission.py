@@ -1,0 +1,191 @@
+"""Admission control: can a model start this reply within its tier's first-chunk budget?
+
+Each tier has a first-chunk budget (``TIERDESK_L1_FIRST_CHUNK_BUDGET_MS`` 400,
+``..._L2_...`` 800, ``..._L3_...`` 1500), counted from the moment the shopper's message
+arrived. Before a turn asks a model, ``admit`` predicts when its first chunk would go
+out:
+
+    elapsed so far + (turns ahead in the role's queue / slots) x recent slot hold time
+                   + recent time from a free slot to the tier's first chunk
+
+from the role's queue (``inference.queue``: who holds a slot, who waits) and the
+service times this process measured itself (exponentially weighted moving averages,
+``Ewma``). Over the budget: the turn degrades at once (``chatbot.turn``: the tier's
+text that needs no model). A turn that is admitted still has a hard deadline: no
+first chunk by the budget and it degrades then (``deadline``).
+
+With a free slot a turn is always admitted unless the tier's own recent first-chunk
+time is already over the budget; even then one turn per ``TIERDESK_ADMISSION_PROBE_S``
+is let through, so the averages follow a model that got faster again.
+
+Counters (per process, for Prometheus and the operator console): turns that planned a
+model and how many of them degraded, per tier and reason.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from .queue import Ewma, gate_for
+from .registry import resolve_role
+
+# Why a turn degraded (the ``done`` frame's ``degraded.reason``).
+PREDICTED = "predicted"  # the queue and recent service times say the budget can't be met
+DEADLINE = "deadline"  # admitted, but no first chunk by the budget
+
+
+@dataclass
+class Ticket:
+    """The verdict for one turn."""
+
+    admitted: bool
+    tier: str
+    role: str
+    budget_ms: float
+    # perf_counter time by which the first chunk must go out (None: no budget).
+    deadline: float | None
+    predicted_ms: float | None = None
+    queue: int = 0  # turns ahead of this one (holding or waiting for the role's slots)
+    slots: int = 0
+    probe: bool = False
+    admitted_at: float = 0.0
+    reason: str = ""
+
+    def degraded(self, reason: str, **detail: float | int | None) -> dict[str, object]:
+        """The ``done`` frame's ``degraded`` object."""
+        out: dict[str, object] = {
+            "reason": reason,
+            "budget_ms": self.budget_ms,
+            "queue": self.queue,
+            "slots": self.slots,
+        }
+        if self.predicted_ms is not None:
+            out["predicted_ms"] = round(self.predicted_ms, 1)
+        out.update({k: v for k, v in detail.items() if v is not None})
+        return out
+
+
+class Admission:
+    """This process's measured service times and degradation counters."""
+
+    def __init__(self) -> None:
+        # Per tier: time from a free slot to the first chunk the shopper sees.
+        self.first: dict[str, Ewma] = {}
+        self.last_probe: dict[str, float] = {}
+        self.planned: Counter[str] = Counter()  # turns that planned a model, per tier
+        self.degraded: Counter[tuple[str, str]] = Counter()  # (tier, reason)
+
+    def first_ewma(self, tier: str) -> Ewma:
+        return self.first.setdefault(tier, Ewma())
+
+    def admit(
+        self,
+        *,
+        tier: str,
+        role: str,
+        received_at: float,
+        now: float | None = None,
+        count: bool = True,
+    ) -> Ticket:
+        """``count`` False: a second try for the same turn (L3 on the fallback's queue)."""
+        now = time.perf_counter() if now is None else now
+        role = resolve_role(role)  # an alias shares its target's queue
+        budget = budget_ms(tier)
+        if count:
+            self.planned[tier] += 1
+        if not settings.TIERDESK_ADMISSION or budget <= 0:
+            return Ticket(True, tier, role, budget, None, admitted_at=now)
+        gate = gate_for(role)
+        slots = gate.capacity
+        in_flight = gate.active + gate.waiting
+        deadline = received_at + budget / 1000
+        elapsed_ms = (now - received_at) * 1000
+        first = self.first_ewma(tier).value
+        hold = gate.hold.value
+        ahead = max(0, in_flight + 1 - slots)
+        predicted = elapsed_ms + ahead / slots * (hold or 0.0) * 1000 + (first or 0.0) * 1000
+        ticket = Ticket(
+            False,
+            tier,
+            role,
+            budget,
+            deadline,
+            predicted_ms=predicted,
+            queue=in_flight,
+            slots=slots,
+            admitted_at=now,
+        )
+        if predicted <= budget:
+            ticket.admitted = True
+        elif in_flight < slots or hold is None:
+            # A free slot (or nothing measured yet): only the tier's own first-chunk time
+            # is over; let one turn through now and then to see whether it still is.
+            last = self.last_probe.get(tier, float("-inf"))
+            if now - last >= settings.TIERDESK_ADMISSION_PROBE_S:
+                self.last_probe[tier] = now
+                ticket.admitted = ticket.probe = True
+        if not ticket.admitted:
+            ticket.reason = PREDICTED
+        return ticket
+
+    def gave_up(self, ticket: Ticket) -> None:
+        """The turn degraded on the prediction (after any second try)."""
+        self.degraded[(ticket.tier, PREDICTED)] += 1
+
+    def first_chunk(self, ticket: Ticket, *, at: float, queue_s: float) -> None:
+        """An admitted turn showed its first chunk at ``at``; ``queue_s`` of it was
+        spent waiting for a slot."""
+        self.first_ewma(ticket.tier).add(max(0.0, at - ticket.admitted_at - queue_s))
+
+    def missed(self, ticket: Ticket, *, at: float) -> None:
+        """An admitted turn hit its deadline. With a slot free at admission the time
+        was service, a lower bound of it: counted so the average doesn't stay low."""
+        self.degraded[(ticket.tier, DEADLINE)] += 1
+        if ticket.queue < ticket.slots:
+            ewma = self.first_ewma(ticket.tier)
+            ewma.add(max(ewma.value or 0.0, at - ticket.admitted_at))
+
+    def figures(self) -> dict[str, dict[str, float | int | None]]:
+        """Per tier: planned, degraded (by reason), model-phrased share, the averages."""
+        out: dict[str, dict[str, float | int | None]] = {}
+        for tier in sorted(set(self.planned) | set(self.first)):
+            planned = self.planned[tier]
+            degraded = sum(n for (t, _r), n in self.degraded.items() if t == tier)
+            first = self.first.get(tier)
+            out[tier] = {
+                "planned": planned,
+                "degraded": degraded,
+                "degraded_queue": self.degraded[(tier, PREDICTED)],
+                "degraded_deadline": self.degraded[(tier, DEADLINE)],
+                "model_phrased_share": round(1 - degraded / planned, 4) if planned else None,
+                "first_chunk_ewma_ms": None
+                if first is None or first.value is None
+                else round(first.value * 1000, 1),
+                "budget_ms": budget_ms(tier),
+            }
+        return out
+
+
+def budget_ms(tier: str) -> float:
+    """The tier's first-chunk budget (0: none)."""
+    return float(settings.TIERDESK_FIRST_CHUNK_BUDGET_MS.get(tier, 0))
+
+
+_admission: Admission | None = None
+
+
+def admission() -> Admission:
+    global _admission
+    if _admission is None:
+        _admission = Admission()
+    return _admission
+
+
+def admission_reset() -> None:
+    """Forget the averages and counters (tests)."""
+    global _admission
+    _admission = None
