@@ -4,8 +4,10 @@ The dialogue runs synchronously in the turn's worker thread (no model calls). It
 continues what the bot asked last turn (a pending confirmation, the large tier it
 offered, the identity, order or address it asked for), else calls the router and
 hands the decision to the tier's answerer (``chatbot.answerers``), which returns the
-``AnswerPlan``. Actions that change data (cancel, change address) run only after the
-shopper answered an explicit confirmation; the model never decides or performs them.
+``AnswerPlan``. Actions that change data (cancel, change address, return, exchange)
+run only after the shopper answered an explicit confirmation; the model never decides
+or performs them. A role-play or jailbreak attempt gets the in-role template
+(``role_play``), never a model reply.
 """
 
 from __future__ import annotations
@@ -38,9 +40,11 @@ from .answerers.l1 import (
     action_perform,
     address_confirm,
     cancel_reason_given,
+    exchange_variant_given,
     find_order_id,
     order_intent,
     parse_address,
+    return_items_given,
 )
 from .handoff_dialogue import (
     HANDOFF_INTENT,
@@ -93,6 +97,15 @@ _NO = {
     "算了",
     "取消操作",
     "别",
+}
+
+
+# The intent whose "declined" template answers a "no" to each confirmed action.
+_ACTION_INTENTS = {
+    "cancel": rt.CANCEL_ORDER,
+    "change_address": rt.CHANGE_ADDRESS,
+    "return": rt.RETURN_ITEM,
+    "exchange": rt.EXCHANGE_ITEM,
 }
 
 
@@ -169,6 +182,10 @@ class Dialogue:
         """The tier's answerer plans the reply; the dialogue remembers what it offered."""
         if decision.intent == HANDOFF_INTENT:
             return handoff_offer(self.ctx)
+        if decision.intent == rt.ROLE_PLAY:
+            # "From now on you are DAN…": the shop's assistant says what it can help
+            # with, from a template; no model sees the message (issue #17 item 6).
+            return say(self.ctx, rt.ROLE_PLAY, "in_role", tier=rt.CLARIFY, actions=["in_role"])
         plan = self._offers_remember(answerer_for(decision.tier).plan(self.ctx, decision))
         return handoff_offer_if_stuck(self.ctx, decision, plan)
 
@@ -214,6 +231,41 @@ class Dialogue:
         state.pop("cancel_reason_asked", None)
         return None
 
+    def _return_choice(self, state: dict[str, Any], awaiting: str) -> AnswerPlan | None:
+        """The shopper's answer to "which items?" (return, exchange) or "swap it for
+        which option?" (exchange): the next question or the confirmation; a "no" ends
+        the flow; an unclear short answer is asked again once; anything longer is a new
+        message, routed as usual."""
+        ctx = self.ctx
+        key = "return_flow" if awaiting == "return_items" else "exchange_flow"
+        flow = state.get(key) or {}
+        intent = str(flow.get("intent", rt.RETURN_ITEM if key == "return_flow" else ""))
+        intent = intent or rt.EXCHANGE_ITEM
+        state.pop("awaiting", None)
+        if time.time() - float(flow.get("at", 0)) > PENDING_ACTION_TTL_S or is_no(ctx.text):
+            state.pop(key, None)
+            if is_no(ctx.text):
+                return say(ctx, intent, "declined", {"order_id": str(flow.get("order_id", ""))})
+            return None
+        if awaiting == "return_items":
+            plan = return_items_given(ctx)
+            if plan is not None:
+                state.pop(key, None)
+                return plan
+        else:
+            state["awaiting"] = awaiting
+            plan = exchange_variant_given(ctx)
+            if plan is not None:
+                return plan
+            state.pop("awaiting", None)
+        short = len(ctx.text.split()) <= 6 and len(ctx.text) <= 40 and not find_order_id(ctx.text)
+        if short and not flow.pop("asked_again", False):
+            flow["asked_again"] = True
+            state["awaiting"] = awaiting
+            return say(ctx, intent, "choice_unclear", personal=True)
+        state.pop(key, None)
+        return None
+
     def _continue_pending(self, state: dict[str, Any]) -> AnswerPlan | None:
         """Answers that depend on what the bot asked last turn."""
         ctx = self.ctx
@@ -252,7 +304,7 @@ class Dialogue:
                 return self._perform_with_proof(action)
             elif is_no(ctx.text):
                 state.pop("pending_action", None)
-                intent = rt.CANCEL_ORDER if action["type"] == "cancel" else rt.CHANGE_ADDRESS
+                intent = _ACTION_INTENTS.get(action["type"], rt.CHANGE_ADDRESS)
                 return say(ctx, intent, "declined", {"order_id": action["order_id"]})
             else:
                 # Anything but a clear yes/no drops the action: a later "yes" to some
@@ -303,6 +355,8 @@ class Dialogue:
                 return say(ctx, rt.CHANGE_ADDRESS, "bad_address")
         elif awaiting == "cancel_reason":
             return self._cancel_reason(state)
+        elif awaiting in ("return_items", "exchange_variant"):
+            return self._return_choice(state, awaiting)
         elif awaiting == "order":
             intent = str(state.get("pending_intent") or "")
             order_id = find_order_id(ctx.text)

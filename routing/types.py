@@ -16,6 +16,10 @@ CHANGE_ADDRESS = "change_address"
 REFUND_STATUS = "refund_status"
 SHIPPING_COST = "shipping_cost"
 ACCOUNT_HELP = "account_help"
+# Returns and exchanges of a delivered order's items (issue #17 item 5): listed,
+# confirmed with an explicit "yes", performed by deterministic code like a cancel.
+RETURN_ITEM = "return_item"
+EXCHANGE_ITEM = "exchange_item"
 GREETING = "greeting"  # small talk: hello / thanks / bye, answered from a template
 # Routes to the other tiers.
 KNOWLEDGE_QUESTION = "knowledge_question"  # L2
@@ -34,12 +38,22 @@ L1_INTENTS = (
     CANCEL_ORDER,
     CHANGE_ADDRESS,
     REFUND_STATUS,
+    RETURN_ITEM,
+    EXCHANGE_ITEM,
     SHIPPING_COST,
     ACCOUNT_HELP,
     GREETING,
 )
 # Intents whose answer needs a verified shopper and an order.
-ORDER_INTENTS = (ORDER_STATUS, DELIVERY_TIME, CANCEL_ORDER, CHANGE_ADDRESS, REFUND_STATUS)
+ORDER_INTENTS = (
+    ORDER_STATUS,
+    DELIVERY_TIME,
+    CANCEL_ORDER,
+    CHANGE_ADDRESS,
+    REFUND_STATUS,
+    RETURN_ITEM,
+    EXCHANGE_ITEM,
+)
 
 
 @dataclass(frozen=True)

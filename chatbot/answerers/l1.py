@@ -2,13 +2,15 @@
 shop's order data.
 
 ``plan`` answers greetings, account help and shipping costs, and the order intents
-(status, delivery time, refund, cancel, change address): it looks the order up for
-the verified shopper, asks for what is missing (identity, which order, the new
-address) and picks the template for the order's case. Read-only facts
+(status, delivery time, refund, cancel, change address, return, exchange): it looks
+the order up for the verified shopper, asks for what is missing (identity, which
+order, the new address, which items, what to swap them for) and picks the template
+for the order's case. Read-only facts
 (``PHRASED_INTENTS``) are phrased by the fast model from a few-shot prompt, under the
-fact guard (``guards.FactGuard``); anything else is the template text. Cancelling or
-changing an address is only ever confirmed here; ``action_perform`` runs it after the
-shopper's explicit yes (the dialogue decides when).
+fact guard (``guards.FactGuard``); anything else is the template text. Cancelling,
+changing an address, returning and exchanging are only ever confirmed here;
+``action_perform`` runs them after the shopper's explicit yes (the dialogue decides
+when).
 """
 
 from __future__ import annotations
@@ -23,7 +25,16 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from chatbot.orders.types import Address, OrderFacts, OrderNotAllowed, OrderNotFound
+from chatbot.orders.policy import RETURN_WINDOW_DAYS, return_deadline, within_return_window
+from chatbot.orders.types import (
+    Address,
+    OrderFacts,
+    OrderItem,
+    OrderNotAllowed,
+    OrderNotFound,
+    OrderServiceError,
+    ReturnFacts,
+)
 from inference.base import GenerationRequest
 from inference.prompts import EXAMPLE_FACTS, l1_prompt
 from routing import types as rt
@@ -46,12 +57,16 @@ STATUS_TEXT = {
         "processed": "shipped",
         "delivered": "delivered",
         "cancelled": "cancelled",
+        "return requested": "return requested",
+        "exchange requested": "exchange requested",
     },
     "zh": {
         "pending": "待处理",
         "processed": "已发货",
         "delivered": "已送达",
         "cancelled": "已取消",
+        "return requested": "已申请退货",
+        "exchange requested": "已申请换货",
     },
 }
 PAYMENT_TEXT = {
@@ -200,6 +215,8 @@ def order_intent(ctx: TurnContext, intent: str, slots: dict[str, str]) -> Answer
             pending_slots={"order_id": order_id} if order_id else {},
         )
         return say(ctx, "dialogue", "ask_identity", label=intent)
+    if intent in RETURN_INTENTS:
+        return return_start(ctx, intent, order_id)
     if not order_id:
         orders = service.orders_for_customer(customer_id=ctx.customer_id)
         if not orders:
@@ -233,7 +250,7 @@ def order_intent(ctx: TurnContext, intent: str, slots: dict[str, str]) -> Answer
             plan = phrase(ctx, intent, key, facts | {"late": LATE_TEXT[_lang(ctx)]})
             plan.actions = [OFFER_HUMAN]
             return plan
-        return phrase(ctx, intent, order.status, facts)
+        return phrase(ctx, intent, order.status.replace(" ", "_"), facts)
     if intent == rt.REFUND_STATUS:
         return phrase(ctx, intent, "refunded" if order.refunds else "none", facts)
     if intent == rt.CANCEL_ORDER:
@@ -383,6 +400,8 @@ def address_confirm(ctx: TurnContext, order_id: str, address: Address) -> Answer
 
 def action_perform(ctx: TurnContext, action: dict[str, Any]) -> AnswerPlan:
     """Deterministic code performs the confirmed action; the model is not involved."""
+    if action["type"] in ("return", "exchange"):
+        return return_perform(ctx, action)
     service = ctx.orders()
     customer_id, order_id = ctx.customer_id, str(action["order_id"])
     intent = rt.CANCEL_ORDER if action["type"] == "cancel" else rt.CHANGE_ADDRESS
@@ -405,6 +424,358 @@ def action_perform(ctx: TurnContext, action: dict[str, Any]) -> AnswerPlan:
     plan = say(ctx, intent, "done", order_facts(order, ctx.language), personal=True)
     plan.actions = ["performed:" + action["type"]]
     return plan
+
+
+# -- returns and exchanges (store policy: chatbot/orders/policy.py) ----------------------------
+
+RETURN_INTENTS = (rt.RETURN_ITEM, rt.EXCHANGE_ITEM)
+RETURNABLE = "delivered"
+_MAX_VARIANTS_LISTED = 10
+_ALL_ITEMS = re.compile(
+    r"\b(?:all|both|everything|every item|the whole order|all of them)\b|全部|都|所有|整单",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = {
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+}
+_NUMBER = re.compile(
+    r"(?<![\d#w])(\d{1,2})(?!\d)|\b(first|second|third|fourth|fifth)\b|第([一二三四五])"
+)
+
+
+def _returns_facts(ctx: TurnContext, order: OrderFacts) -> dict[str, str]:
+    deadline = return_deadline(order.placed_on)
+    return order_facts(order, ctx.language) | {
+        "window_days": str(RETURN_WINDOW_DAYS),
+        "deadline": fmt_date(deadline, _lang(ctx)),
+        "placed_on": fmt_date(order.placed_on, _lang(ctx)),
+    }
+
+
+def _options_text(options: dict[str, str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in options.items())
+
+
+def _item_line(item: OrderItem) -> str:
+    options = _options_text(item.options)
+    return f"{item.name} ({options}, ${fmt_money(item.price)})" if options else item.name
+
+
+def _numbered(lines: list[str], language: str) -> str:
+    sep = "；" if language == "zh" else "; "
+    return sep.join(f"{n}. {line}" for n, line in enumerate(lines, start=1))
+
+
+def return_start(ctx: TurnContext, intent: str, order_id: str) -> AnswerPlan:
+    """Start a return or exchange: pick the delivered order (only the verified
+    shopper's, through the order service), check it against the policy, then list its
+    items and ask which ones."""
+    service, state = ctx.orders(), ctx.state
+    if not order_id:
+        orders = service.orders_for_customer(customer_id=ctx.customer_id)
+        delivered = [o for o in orders if o.status == RETURNABLE]
+        if not orders:
+            return say(ctx, "dialogue", "no_orders", label=intent)
+        if not delivered:
+            return say(ctx, intent, "no_delivered", personal=True)
+        if len(delivered) == 1:
+            order_id = delivered[0].order_id
+        else:
+            state.update(awaiting="order", pending_intent=intent)
+            listing = _numbered(
+                [
+                    f"{o.order_id} ({', '.join(i.name for i in o.items)}; "
+                    f"{fmt_date(o.estimated_delivery, _lang(ctx))})"
+                    for o in delivered[:10]
+                ],
+                ctx.language,
+            )
+            return say(ctx, intent, "ask_order", {"orders": listing}, personal=True)
+    order = service.order_get(customer_id=ctx.customer_id, order_id=order_id)
+    if order is None:
+        return say(
+            ctx, "dialogue", "order_not_found", {"order_id": _display_id(order_id)}, label=intent
+        )
+    state["last_order_id"] = order.order_id
+    facts = _returns_facts(ctx, order)
+    refusal = _return_refusal(order)
+    if refusal:
+        return say(ctx, intent, refusal, facts, personal=True)
+    items = list(order.items)
+    picked = _items_in_text(ctx.text, items, numbers=False)
+    if len(items) == 1:
+        picked = items
+    if picked:
+        return return_items_chosen(ctx, intent, order, picked)
+    state.update(
+        awaiting="return_items",
+        return_flow={"intent": intent, "order_id": order.order_id, "at": time.time()},
+    )
+    listing = _numbered([_item_line(item) for item in items], ctx.language)
+    return say(ctx, intent, "ask_items", facts | {"item_list": listing}, personal=True)
+
+
+def _return_refusal(order: OrderFacts) -> str:
+    """The template key saying why this order can't be returned now, or ""."""
+    if order.status in ("return requested", "exchange requested"):
+        return "already"
+    if order.status != RETURNABLE:
+        return f"not_delivered_{order.status}" if order.status in OPEN_STATUSES else "not_delivered"
+    if not within_return_window(order.placed_on, timezone.localdate()):
+        return "outside_window"
+    return ""
+
+
+def _items_in_text(text: str, items: list[OrderItem], *, numbers: bool = True) -> list[OrderItem]:
+    """The order's items the shopper named: by number in the list, "all", or name."""
+    if _ALL_ITEMS.search(text):
+        return list(items)
+    cleaned = re.sub(r"#?\s?w\s?\d{6,12}", " ", text, flags=re.IGNORECASE)
+    picked: list[OrderItem] = []
+    if numbers:
+        for match in _NUMBER.finditer(cleaned.lower()):
+            digits, word, zh = match.groups()
+            n = int(digits) if digits else _NUMBER_WORDS[word or zh]
+            if 1 <= n <= len(items) and items[n - 1] not in picked:
+                picked.append(items[n - 1])
+    lowered = cleaned.lower()
+    for item in items:
+        if item.name and item.name.lower() in lowered and item not in picked:
+            picked.append(item)
+    return picked
+
+
+def return_items_chosen(
+    ctx: TurnContext, intent: str, order: OrderFacts, items: list[OrderItem]
+) -> AnswerPlan:
+    """The items are known: a return goes to its confirmation; an exchange asks what
+    each item should be swapped for."""
+    if intent == rt.RETURN_ITEM:
+        return return_confirm(ctx, order, items)
+    ctx.state["exchange_flow"] = {
+        "order_id": order.order_id,
+        "item_ids": [item.item_id for item in items],
+        "chosen": {},
+        "at": time.time(),
+    }
+    return exchange_ask_next(ctx, order)
+
+
+def return_confirm(ctx: TurnContext, order: OrderFacts, items: list[OrderItem]) -> AnswerPlan:
+    """List the return with the policy's conditions; deterministic code performs it
+    after an explicit yes."""
+    amount = sum((item.price for item in items), Decimal("0.00"))
+    facts = _returns_facts(ctx, order) | {
+        "items": ", ".join(_item_line(item) for item in items),
+        "amount": fmt_money(amount),
+    }
+    ctx.state["pending_action"] = {
+        "type": "return",
+        "order_id": order.order_id,
+        "item_ids": [item.item_id for item in items],
+        "at": time.time(),
+    }
+    return say(ctx, rt.RETURN_ITEM, "confirm", facts, actions=["confirm"], personal=True)
+
+
+def exchange_ask_next(ctx: TurnContext, order: OrderFacts) -> AnswerPlan:
+    """Ask what the next item without a choice should be swapped for, listing the
+    available options of the same product (the store data's variants)."""
+    state = ctx.state
+    flow = state["exchange_flow"]
+    by_id = {item.item_id: item for item in order.items}
+    facts = _returns_facts(ctx, order)
+    for item_id in flow["item_ids"]:
+        if item_id in flow["chosen"]:
+            continue
+        item = by_id[item_id]
+        variants = ctx.orders().item_variants(item_id=item_id)[:_MAX_VARIANTS_LISTED]
+        if not variants:
+            state.pop("exchange_flow", None)
+            state.pop("awaiting", None)
+            return say(
+                ctx, rt.EXCHANGE_ITEM, "no_variants", facts | {"item": item.name}, personal=True
+            )
+        flow["variants"] = [v.item_id for v in variants]
+        flow["current"] = item_id
+        state["awaiting"] = "exchange_variant"
+        listing = _numbered(
+            [
+                f"{_options_text(_changed_options(item, v)) or _options_text(v.options)} "
+                f"(${fmt_money(v.price)})"
+                for v in variants
+            ],
+            ctx.language,
+        )
+        return say(
+            ctx,
+            rt.EXCHANGE_ITEM,
+            "ask_variant",
+            facts | {"item": _item_line(item), "variant_list": listing},
+            personal=True,
+        )
+    state.pop("awaiting", None)
+    return exchange_confirm(ctx, order, state.pop("exchange_flow"))
+
+
+def _changed_options(item: OrderItem, variant: OrderItem) -> dict[str, str]:
+    return {k: v for k, v in variant.options.items() if item.options.get(k) != v}
+
+
+def variant_in_text(text: str, variants: list[OrderItem]) -> OrderItem | None:
+    """The option the shopper picked: its number in the list, or the one whose option
+    values the message names most (only if that is a single best)."""
+    numbers = [int(d) if d else _NUMBER_WORDS[w or z] for d, w, z in _NUMBER.findall(text.lower())]
+    if len(numbers) == 1 and 1 <= numbers[0] <= len(variants):
+        return variants[numbers[0] - 1]
+    lowered = f" {text.lower()} "
+    scores = [
+        sum(1 for value in v.options.values() if f" {value.lower()} " in lowered.replace(",", " "))
+        for v in variants
+    ]
+    best = max(scores, default=0)
+    if best and scores.count(best) == 1:
+        return variants[scores.index(best)]
+    return None
+
+
+def exchange_variant_given(ctx: TurnContext) -> AnswerPlan | None:
+    """The shopper's answer to "what should it be swapped for?"; None when it names no
+    listed option (the dialogue then asks again once or moves on)."""
+    state = ctx.state
+    flow = state.get("exchange_flow") or {}
+    order = ctx.orders().order_get(customer_id=ctx.customer_id, order_id=flow.get("order_id", ""))
+    if order is None:
+        state.pop("exchange_flow", None)
+        return say(
+            ctx,
+            "dialogue",
+            "order_not_found",
+            {"order_id": str(flow.get("order_id", ""))},
+            label=rt.EXCHANGE_ITEM,
+        )
+    variants = {v.item_id: v for v in ctx.orders().item_variants(item_id=flow["current"])}
+    listed = [variants[i] for i in flow.get("variants", []) if i in variants]
+    chosen = variant_in_text(ctx.text, listed)
+    if chosen is None:
+        return None
+    flow["chosen"][flow["current"]] = chosen.item_id
+    return exchange_ask_next(ctx, order)
+
+
+def exchange_confirm(ctx: TurnContext, order: OrderFacts, flow: dict[str, Any]) -> AnswerPlan:
+    by_id = {item.item_id: item for item in order.items}
+    swaps, difference = [], Decimal("0.00")
+    for item_id, new_id in flow["chosen"].items():
+        item = by_id[item_id]
+        new = next(v for v in ctx.orders().item_variants(item_id=item_id) if v.item_id == new_id)
+        changed = _options_text(_changed_options(item, new))
+        was = _options_text(_changed_options(new, item))
+        swaps.append(f"{item.name} ({was} → {changed}, ${fmt_money(new.price)})")
+        difference += new.price - item.price
+    facts = _returns_facts(ctx, order) | {
+        "swaps": "; ".join(swaps),
+        "difference": fmt_money(abs(difference)),
+    }
+    diff_key = "diff_pay" if difference > 0 else "diff_refund" if difference < 0 else "diff_none"
+    facts["difference_text"] = template_render(
+        template_text(ctx, rt.EXCHANGE_ITEM, diff_key), facts
+    )
+    ctx.state["pending_action"] = {
+        "type": "exchange",
+        "order_id": order.order_id,
+        "exchanges": dict(flow["chosen"]),
+        "at": time.time(),
+    }
+    return say(ctx, rt.EXCHANGE_ITEM, "confirm", facts, actions=["confirm"], personal=True)
+
+
+def return_items_given(ctx: TurnContext) -> AnswerPlan | None:
+    """The shopper's answer to "which items?"; None when it names none of them."""
+    flow = ctx.state.get("return_flow") or {}
+    intent = str(flow.get("intent", rt.RETURN_ITEM))
+    order = ctx.orders().order_get(customer_id=ctx.customer_id, order_id=flow.get("order_id", ""))
+    if order is None:
+        return say(
+            ctx,
+            "dialogue",
+            "order_not_found",
+            {"order_id": str(flow.get("order_id", ""))},
+            label=intent,
+        )
+    picked = _items_in_text(ctx.text, list(order.items))
+    if not picked:
+        return None
+    return return_items_chosen(ctx, intent, order, picked)
+
+
+# Why the order system refused, by its stable code (docs/order-api.md): the template.
+_REFUSAL_KEYS = {
+    "not_delivered": "not_delivered",
+    "outside_return_window": "outside_window",
+    "already_requested": "already",
+}
+
+
+def return_perform(ctx: TurnContext, action: dict[str, Any]) -> AnswerPlan:
+    """Deterministic code requests the confirmed return or exchange; no model."""
+    service = ctx.orders()
+    customer_id, order_id = ctx.customer_id, str(action["order_id"])
+    exchange = action["type"] == "exchange"
+    intent = rt.EXCHANGE_ITEM if exchange else rt.RETURN_ITEM
+    try:
+        if exchange:
+            result = service.request_exchange(
+                customer_id=customer_id, order_id=order_id, exchanges=dict(action["exchanges"])
+            )
+        else:
+            result = service.request_return(
+                customer_id=customer_id, order_id=order_id, item_ids=list(action["item_ids"])
+            )
+    except OrderNotFound:
+        return say(ctx, "dialogue", "order_not_found", {"order_id": order_id}, label=intent)
+    except OrderServiceError as exc:
+        if exc.code == "order_system_unavailable":
+            raise
+        order_now = service.order_get(customer_id=customer_id, order_id=order_id)
+        facts = _returns_facts(ctx, order_now) if order_now else {"order_id": order_id}
+        key = _REFUSAL_KEYS.get(exc.code, "refused")
+        return say(ctx, intent, key, facts | {"reason": str(exc)}, personal=True)
+    plan = say(ctx, intent, "done", _return_done_facts(ctx, result), personal=True)
+    plan.actions = ["performed:" + action["type"]]
+    if not result.created:
+        plan.actions.append("repeat")
+    return plan
+
+
+def _return_done_facts(ctx: TurnContext, result: ReturnFacts) -> dict[str, str]:
+    lang = _lang(ctx)
+    return {
+        "order_id": result.order_id,
+        "items": ", ".join(item.name for item in result.items),
+        "amount": fmt_money(abs(result.amount)),
+        "payment_method": PAYMENT_TEXT[lang].get(result.payment_method, result.payment_method),
+        "refund_timing": refund_timing(result.payment_method, lang),
+    }
+
+
+def refund_timing(payment_method: str, lang: str) -> str:
+    """When a refund arrives, per the store policy: a gift card at once."""
+    gift = payment_method == "gift_card"
+    return {
+        "en": "immediately" if gift else "within 5 to 7 business days",
+        "zh": "立即到账" if gift else "5到7个工作日内",
+    }[lang]
 
 
 def shipping_text(ctx: TurnContext) -> str:
@@ -435,11 +806,7 @@ def fmt_money(value: Decimal) -> str:
 
 def order_facts(order: OrderFacts, language: str) -> dict[str, str]:
     lang = language if language in STATUS_TEXT else "en"
-    gift = order.payment_method == "gift_card"
-    timing = {
-        "en": "immediately" if gift else "within 5 to 7 business days",
-        "zh": "立即到账" if gift else "5到7个工作日内",
-    }[lang]
+    timing = refund_timing(order.payment_method, lang)
     return {
         "order_id": order.order_id,
         "status": order.status,

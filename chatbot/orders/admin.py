@@ -1,8 +1,8 @@
 """Read-mostly admin for the demo shop.
 
 Support admins look orders up (by order id, email or customer id) while reading a
-conversation. Changes to orders go through the services (cancel, change address) so
-that refunds are recorded; the admin therefore only lets them correct delivery
+conversation. Changes to orders go through the services (cancel, change address,
+return, exchange) so that refunds are recorded; the admin therefore only lets them correct delivery
 facts, and never add or delete shop records.
 """
 
@@ -71,6 +71,27 @@ class OrderAdmin(_NoAddDelete, admin.ModelAdmin):
         "payment_history",
         "placed_on",
         "cancel_reason",
+        "updated_at",
+    )
+
+
+@admin.register(models.ReturnRequest)
+class ReturnRequestAdmin(_NoAddDelete, admin.ModelAdmin):
+    """Returns and exchanges requested in the chat. Support admins follow them up:
+    only the status changes here (items received, completed, rejected)."""
+
+    list_display = ("order", "kind", "status", "amount", "customer", "created_at")
+    list_filter = ("kind", "status")
+    list_select_related = ("order", "customer")
+    search_fields = ("order__order_id", "customer__email", "customer__customer_id")
+    readonly_fields = (
+        "order",
+        "customer",
+        "kind",
+        "items",
+        "amount",
+        "payment_method_id",
+        "created_at",
         "updated_at",
     )
 

@@ -117,16 +117,16 @@ def customer_order(request: HttpRequest, customer_id: str, order_id: str) -> Jso
     return JsonResponse({"order": wire.order_to_json(order)})
 
 
-def _write(action: Callable[[], Any]) -> JsonResponse:
+def _write(action: Callable[[], Any], *, key: str = "order", dump: Any = None) -> JsonResponse:
     try:
-        order = action()
+        result = action()
     except OrderNotFound as exc:
         return _error(404, exc.code, str(exc))
     except OrderNotAllowed as exc:
         return _error(409, exc.code, str(exc))
     except OrderServiceError as exc:
         return _error(400, exc.code, str(exc))
-    return JsonResponse({"order": wire.order_to_json(order)})
+    return JsonResponse({key: (dump or wire.order_to_json)(result)})
 
 
 @_api(method="POST")
@@ -159,3 +159,41 @@ def order_address(request: HttpRequest, customer_id: str, order_id: str) -> Json
 def shipping_options(request: HttpRequest) -> JsonResponse:
     options = _shop.shipping_options()
     return JsonResponse({"shipping_options": [wire.shipping_option_to_json(o) for o in options]})
+
+
+@_api(method="POST")
+def order_return(request: HttpRequest, customer_id: str, order_id: str) -> JsonResponse:
+    body = _json_body(request)
+    item_ids = (body or {}).get("item_ids")
+    if not isinstance(item_ids, list) or not all(isinstance(i, str) for i in item_ids):
+        return _error(400, "bad_request", 'Send a JSON object {"item_ids": ["...", ...]}.')
+    return _write(
+        lambda: _shop.request_return(customer_id=customer_id, order_id=order_id, item_ids=item_ids),
+        key="return",
+        dump=wire.return_to_json,
+    )
+
+
+@_api(method="POST")
+def order_exchange(request: HttpRequest, customer_id: str, order_id: str) -> JsonResponse:
+    body = _json_body(request)
+    exchanges = (body or {}).get("exchanges")
+    if not isinstance(exchanges, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in exchanges.items()
+    ):
+        return _error(
+            400, "bad_request", 'Send a JSON object {"exchanges": {"old item id": "new item id"}}.'
+        )
+    return _write(
+        lambda: _shop.request_exchange(
+            customer_id=customer_id, order_id=order_id, exchanges=exchanges
+        ),
+        key="return",
+        dump=wire.return_to_json,
+    )
+
+
+@_api(method="GET")
+def item_variants(request: HttpRequest, item_id: str) -> JsonResponse:
+    variants = _shop.item_variants(item_id=item_id)
+    return JsonResponse({"variants": [wire.item_to_json(v) for v in variants]})

@@ -31,10 +31,12 @@ from .types import (
     Address,
     Customer,
     OrderFacts,
+    OrderItem,
     OrderNotAllowed,
     OrderNotFound,
     OrderService,
     OrderServiceError,
+    ReturnFacts,
     ShippingOption,
 )
 
@@ -80,6 +82,23 @@ class DjangoOrderService:
 
     def shipping_options(self) -> list[ShippingOption]:
         return selectors.shipping_option_list()
+
+    def item_variants(self, *, item_id: str) -> list[OrderItem]:
+        return selectors.product_variants_for_item(item_id=item_id)
+
+    def request_return(
+        self, *, customer_id: str, order_id: str, item_ids: list[str]
+    ) -> ReturnFacts:
+        return services.request_return(
+            customer_id=customer_id, order_id=order_id, item_ids=item_ids
+        )
+
+    def request_exchange(
+        self, *, customer_id: str, order_id: str, exchanges: dict[str, str]
+    ) -> ReturnFacts:
+        return services.request_exchange(
+            customer_id=customer_id, order_id=order_id, exchanges=exchanges
+        )
 
 
 class HttpOrderService:
@@ -268,16 +287,23 @@ class HttpOrderService:
         return [self._parse("GET", path, wire.order_from_json, o) for o in body["orders"]]
 
     def _order_write(
-        self, *, customer_id: str, order_id: str, action: str, payload: dict[str, Any]
-    ) -> OrderFacts:
+        self,
+        *,
+        customer_id: str,
+        order_id: str,
+        action: str,
+        payload: dict[str, Any],
+        key: str = "order",
+        parse: Any = wire.order_from_json,
+    ) -> Any:
         canonical = order_id_normalize(order_id)
         order_path = None if canonical is None else self._order_path(customer_id, canonical)
         if canonical is None or order_path is None:
             raise OrderNotFound(canonical or order_id)
         path = f"{order_path}/{action}"
         status, body = self._request("POST", path, json=payload)
-        if status == 200:
-            return self._parse("POST", path, wire.order_from_json, body.get("order"))
+        if status in (200, 201):
+            return self._parse("POST", path, parse, body.get(key))
         code, message = self._error_code(body)
         if status == 404 and code == "order_not_found":
             raise OrderNotFound(canonical)
@@ -301,6 +327,43 @@ class HttpOrderService:
             action="address",
             payload={"address": wire.address_to_json(address)},
         )
+
+    def item_variants(self, *, item_id: str) -> list[OrderItem]:
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", item_id):
+            return []
+        path = f"items/{item_id}/variants"
+        status, body = self._request("GET", path)
+        if status == 404 and self._error_code(body)[0] == "item_not_found":
+            return []
+        if status != 200 or not isinstance(body.get("variants"), list):
+            raise self._bad_response("GET", path, f"HTTP {status}")
+        return [self._parse("GET", path, wire.item_from_json, v) for v in body["variants"]]
+
+    def request_return(
+        self, *, customer_id: str, order_id: str, item_ids: list[str]
+    ) -> ReturnFacts:
+        result: ReturnFacts = self._order_write(
+            customer_id=customer_id,
+            order_id=order_id,
+            action="return",
+            payload={"item_ids": list(item_ids)},
+            key="return",
+            parse=wire.return_from_json,
+        )
+        return result
+
+    def request_exchange(
+        self, *, customer_id: str, order_id: str, exchanges: dict[str, str]
+    ) -> ReturnFacts:
+        result: ReturnFacts = self._order_write(
+            customer_id=customer_id,
+            order_id=order_id,
+            action="exchange",
+            payload={"exchanges": dict(exchanges)},
+            key="return",
+            parse=wire.return_from_json,
+        )
+        return result
 
     def shipping_options(self) -> list[ShippingOption]:
         status, body = self._request("GET", "shipping-options")

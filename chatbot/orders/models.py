@@ -41,10 +41,14 @@ class Order(models.Model):
         PROCESSED = "processed", "processed"
         DELIVERED = "delivered", "delivered"
         CANCELLED = "cancelled", "cancelled"
+        # After a confirmed return or exchange (store policy, wiki.md): the shopper is
+        # emailed how to send the items back; the ReturnRequest holds the details.
+        RETURN_REQUESTED = "return requested", "return requested"
+        EXCHANGE_REQUESTED = "exchange requested", "exchange requested"
 
     order_id = models.CharField(max_length=16, unique=True)  # "#W2611340"
     customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="orders")
-    status = models.CharField(max_length=16, choices=Status.choices, db_index=True)
+    status = models.CharField(max_length=24, choices=Status.choices, db_index=True)
     address = models.JSONField(default=dict)
     items = models.JSONField(default=list)  # [{"item_id", "name", "price", "options", ...}]
     fulfillments = models.JSONField(default=list)  # [{"tracking_id": [...], "item_ids": [...]}]
@@ -91,3 +95,45 @@ class ShippingOption(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ReturnRequest(models.Model):
+    """A return or exchange of a delivered order's items, requested by the shopper in
+    the chat after an explicit "yes" (services.request_return / request_exchange).
+
+    One per order: the store policy moves the order to "return requested" or
+    "exchange requested", after which nothing more can be returned or exchanged from
+    it. ``items`` lists what goes back: ``{"item_id", "name", "price", "options"}``,
+    and for an exchange also ``"new_item_id"``, ``"new_options"``, ``"new_price"``.
+    """
+
+    class Kind(models.TextChoices):
+        RETURN = "return", "return"
+        EXCHANGE = "exchange", "exchange"
+
+    class Status(models.TextChoices):
+        # Requested in the chat; the shop emails the instructions and the label.
+        REQUESTED = "requested", "requested"
+        RECEIVED = "received", "items received"
+        COMPLETED = "completed", "completed"
+        REJECTED = "rejected", "rejected"
+
+    order = models.OneToOneField(Order, on_delete=models.PROTECT, related_name="return_request")
+    customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="return_requests")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.REQUESTED, db_index=True
+    )
+    items = models.JSONField(default=list)
+    # Return: what is refunded. Exchange: the price difference, positive when the
+    # shopper pays, negative when they get money back.
+    amount = models.DecimalField(max_digits=10, decimal_places=2)
+    payment_method_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.order.order_id} ({self.status})"

@@ -1,18 +1,26 @@
 """Load the demo shop from the tau-bench retail data (third_party/tau_bench_retail/).
 
 Derived demo data: the source has no order dates, no carriers and no VIP flag.
-They are derived deterministically, so every seed of every machine gives the same
-shop and tests and demos can quote them:
+They are derived deterministically from a SHA-256 hash of the order id, relative to
+the day the shop is seeded (``today``), so that a fresh demo shop looks like a live
+one whatever the date: status answers say "on its way", not "late", and recently
+delivered orders are inside the return window (chatbot/orders/policy.py).
 
-- ``placed_on``: 1 to 60 days before ``DEMO_REFERENCE_DATE`` (2026-11-02), chosen by
-  a SHA-256 hash of the order id;
-- ``estimated_delivery``: ``placed_on`` + 3 to 7 days (same hash); none for a
+- ``placed_on`` by status: pending 0 to 1 days ago; processed (in transit) 1 to 3
+  days ago; delivered 8 to 60 days ago (so about 40% were bought within the
+  30-day return window); cancelled 1 to 60 days ago;
+- ``estimated_delivery``: ``placed_on`` + 3 to 7 days (same hash): in the future for
+  pending and processed orders, in the past for delivered ones; none for a
   cancelled order;
+- ``LATE_ORDERS``: the demo's late orders, placed 10 to 14 days ago and still not
+  delivered (their estimated date has passed);
 - ``carrier``: one of UPS, FedEx, USPS, DHL (same hash) for orders that have a
   tracking id; empty otherwise (pending orders have not shipped);
 - ``vip``: customers with ``VIP_MIN_ORDERS`` or more orders.
 
-The reference date is fixed, not "today", so that reseeding never changes a date.
+The seed inserts only missing rows, so reseeding never moves the date of an order
+that exists; ``manage.py seed_demo --redate`` (``shop_redate``) moves every order's
+dates to today's reference without touching anything else.
 """
 
 from __future__ import annotations
@@ -27,10 +35,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from . import models
 
-DEMO_REFERENCE_DATE = date(2026, 11, 2)
+# The demo's late orders: past their estimated delivery and not delivered (James's
+# shipped order and Mei's pending one; tests and the docs quote them).
+LATE_ORDERS = frozenset({"#W2611340", "#W9583042"})
 CARRIERS = ("UPS", "FedEx", "USPS", "DHL")
 VIP_MIN_ORDERS = 5
 _BATCH = 500
@@ -55,10 +66,23 @@ def default_data_dir() -> Path:
     return Path(settings.BASE_DIR) / "third_party" / "tau_bench_retail"
 
 
-def order_derived_fields(*, order_id: str, status: str, has_tracking: bool) -> dict[str, Any]:
+def order_derived_fields(
+    *, order_id: str, status: str, has_tracking: bool, today: date | None = None
+) -> dict[str, Any]:
     """placed_on, estimated_delivery and carrier for one order (module docstring)."""
+    today = today or timezone.localdate()
     digest = int.from_bytes(hashlib.sha256(order_id.encode()).digest()[:8], "big")
-    placed_on = DEMO_REFERENCE_DATE - timedelta(days=1 + digest % 60)
+    if order_id in LATE_ORDERS and status in ("pending", "processed"):
+        days_ago = 10 + digest % 5
+    elif status == models.Order.Status.PENDING:
+        days_ago = digest % 2
+    elif status == models.Order.Status.PROCESSED:
+        days_ago = 1 + digest % 3
+    elif status == models.Order.Status.CANCELLED:
+        days_ago = 1 + digest % 60
+    else:  # delivered (and anything after delivery: a requested return or exchange)
+        days_ago = 8 + digest % 53
+    placed_on = today - timedelta(days=days_ago)
     delivery_days = 3 + (digest >> 8) % 5
     cancelled = status == models.Order.Status.CANCELLED
     return {
@@ -66,6 +90,23 @@ def order_derived_fields(*, order_id: str, status: str, has_tracking: bool) -> d
         "estimated_delivery": None if cancelled else placed_on + timedelta(days=delivery_days),
         "carrier": CARRIERS[(digest >> 16) % len(CARRIERS)] if has_tracking else "",
     }
+
+
+def shop_redate(*, today: date | None = None) -> int:
+    """Move every order's dates to ``today``'s reference (module docstring); the
+    status, items and payments stay as they are. Returns how many orders moved."""
+    orders = list(models.Order.objects.all())
+    for order in orders:
+        fields = order_derived_fields(
+            order_id=order.order_id,
+            status=order.status,
+            has_tracking=any(f.get("tracking_id") for f in order.fulfillments),
+            today=today,
+        )
+        order.placed_on = fields["placed_on"]
+        order.estimated_delivery = fields["estimated_delivery"]
+    models.Order.objects.bulk_update(orders, ["placed_on", "estimated_delivery"], batch_size=_BATCH)
+    return len(orders)
 
 
 def _load(data_dir: Path, name: str) -> dict[str, Any]:

@@ -172,3 +172,21 @@ def shipping_option_list() -> list[ShippingOption]:
         )
         for option in models.ShippingOption.objects.all()
     ]
+
+
+def product_variants_for_item(*, item_id: str) -> list[OrderItem]:
+    """The available items of the same product as ``item_id``, in other options (what
+    an exchange may swap it for, wiki.md); [] for an unknown item."""
+    product = models.Product.objects.filter(variants__has_key=str(item_id)).first()
+    if product is None:
+        return []
+    return [
+        OrderItem(
+            item_id=str(variant_id),
+            name=product.name,
+            price=money(variant.get("price", 0)),
+            options={str(k): str(v) for k, v in (variant.get("options") or {}).items()},
+        )
+        for variant_id, variant in product.variants.items()
+        if str(variant_id) != str(item_id) and variant.get("available")
+    ]

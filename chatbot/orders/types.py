@@ -82,6 +82,35 @@ class OrderFacts:
 
 
 @dataclass(frozen=True)
+class ReturnItem:
+    """One item going back; for an exchange, also the item it is swapped for."""
+
+    item_id: str
+    name: str
+    price: Decimal
+    options: dict[str, str] = field(default_factory=dict)
+    new_item_id: str = ""
+    new_options: dict[str, str] = field(default_factory=dict)
+    new_price: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class ReturnFacts:
+    """A requested return or exchange (``request_return`` / ``request_exchange``)."""
+
+    order_id: str
+    kind: str  # return | exchange
+    status: str  # requested | received | completed | rejected
+    items: tuple[ReturnItem, ...]
+    # Return: the refund. Exchange: the price difference (> 0: the shopper pays).
+    amount: Decimal
+    payment_method: str  # where the refund goes / what pays the difference
+    # False when this exact request had already been made (a repeated "yes"): nothing
+    # new was stored.
+    created: bool = True
+
+
+@dataclass(frozen=True)
 class ShippingOption:
     name: str
     price: Decimal
@@ -112,3 +141,17 @@ class OrderService(Protocol):
     ) -> OrderFacts: ...
 
     def shipping_options(self) -> list[ShippingOption]: ...
+
+    def item_variants(self, *, item_id: str) -> list[OrderItem]:
+        """Available items of the same product as ``item_id`` in other options."""
+        ...
+
+    def request_return(
+        self, *, customer_id: str, order_id: str, item_ids: list[str]
+    ) -> ReturnFacts: ...
+
+    def request_exchange(
+        self, *, customer_id: str, order_id: str, exchanges: dict[str, str]
+    ) -> ReturnFacts:
+        """``exchanges`` maps each item id going back to the item id it is swapped for."""
+        ...

@@ -25,5 +25,16 @@ urlpatterns = [
         api.order_address,
         name="order-address",
     ),
+    path(
+        "customers/<str:customer_id>/orders/<str:order_id>/return",
+        api.order_return,
+        name="order-return",
+    ),
+    path(
+        "customers/<str:customer_id>/orders/<str:order_id>/exchange",
+        api.order_exchange,
+        name="order-exchange",
+    ),
+    path("items/<str:item_id>/variants", api.item_variants, name="item-variants"),
     path("shipping-options", api.shipping_options, name="shipping-options"),
 ]

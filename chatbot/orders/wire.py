@@ -12,7 +12,7 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .types import Address, Customer, OrderFacts, OrderItem, ShippingOption
+from .types import Address, Customer, OrderFacts, OrderItem, ReturnFacts, ReturnItem, ShippingOption
 
 
 class WireError(ValueError):
@@ -31,15 +31,7 @@ def order_to_json(order: OrderFacts) -> dict[str, Any]:
     return {
         "order_id": order.order_id,
         "status": order.status,
-        "items": [
-            {
-                "item_id": item.item_id,
-                "name": item.name,
-                "price": str(item.price),
-                "options": dict(item.options),
-            }
-            for item in order.items
-        ],
+        "items": [item_to_json(item) for item in order.items],
         "total": str(order.total),
         "address": address_to_json(order.address),
         "placed_on": order.placed_on.isoformat(),
@@ -50,6 +42,38 @@ def order_to_json(order: OrderFacts) -> dict[str, Any]:
         "tracking_ids": list(order.tracking_ids),
         "refunds": [str(amount) for amount in order.refunds],
         "payment_method": order.payment_method,
+    }
+
+
+def item_to_json(item: OrderItem) -> dict[str, Any]:
+    return {
+        "item_id": item.item_id,
+        "name": item.name,
+        "price": str(item.price),
+        "options": dict(item.options),
+    }
+
+
+def return_to_json(facts: ReturnFacts) -> dict[str, Any]:
+    return {
+        "order_id": facts.order_id,
+        "kind": facts.kind,
+        "status": facts.status,
+        "items": [
+            {
+                "item_id": item.item_id,
+                "name": item.name,
+                "price": str(item.price),
+                "options": dict(item.options),
+                "new_item_id": item.new_item_id,
+                "new_options": dict(item.new_options),
+                "new_price": None if item.new_price is None else str(item.new_price),
+            }
+            for item in facts.items
+        ],
+        "amount": str(facts.amount),
+        "payment_method": facts.payment_method,
+        "created": facts.created,
     }
 
 
@@ -135,20 +159,53 @@ def address_from_json(data: Any) -> Address:
     )
 
 
-def order_from_json(data: Any) -> OrderFacts:
-    data = _object(data, "order")
+def item_from_json(raw: Any) -> OrderItem:
+    item = _object(raw, "items[]")
+    options = _object(item.get("options", {}), "options")
+    return OrderItem(
+        item_id=_str(item, "item_id"),
+        name=_str(item, "name"),
+        price=_money(item.get("price"), "price"),
+        options={str(k): str(v) for k, v in options.items()},
+    )
+
+
+def return_from_json(data: Any) -> ReturnFacts:
+    data = _object(data, "return")
     items = []
     for raw in _list(data.get("items"), "items"):
         item = _object(raw, "items[]")
-        options = _object(item.get("options", {}), "options")
+        base = item_from_json(item)
+        new_options = _object(item.get("new_options", {}), "new_options")
+        new_price = item.get("new_price")
         items.append(
-            OrderItem(
-                item_id=_str(item, "item_id"),
-                name=_str(item, "name"),
-                price=_money(item.get("price"), "price"),
-                options={str(k): str(v) for k, v in options.items()},
+            ReturnItem(
+                item_id=base.item_id,
+                name=base.name,
+                price=base.price,
+                options=base.options,
+                new_item_id=_str(item, "new_item_id", default=""),
+                new_options={str(k): str(v) for k, v in new_options.items()},
+                new_price=None if new_price is None else _money(new_price, "new_price"),
             )
         )
+    created = data.get("created", True)
+    if not isinstance(created, bool):
+        raise WireError("created: expected a boolean")
+    return ReturnFacts(
+        order_id=_str(data, "order_id"),
+        kind=_str(data, "kind"),
+        status=_str(data, "status"),
+        items=tuple(items),
+        amount=_money(data.get("amount"), "amount"),
+        payment_method=_str(data, "payment_method", default=""),
+        created=created,
+    )
+
+
+def order_from_json(data: Any) -> OrderFacts:
+    data = _object(data, "order")
+    items = [item_from_json(raw) for raw in _list(data.get("items"), "items")]
     estimated = data.get("estimated_delivery")
     return OrderFacts(
         order_id=_str(data, "order_id"),

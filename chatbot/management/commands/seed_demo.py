@@ -14,6 +14,13 @@ from django.core.management.base import BaseCommand
 class Command(BaseCommand):
     help = "Seed the demo shop (orders, intents, reply templates, knowledge base). Idempotent."
 
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--redate",
+            action="store_true",
+            help="Also move the demo orders' dates to today (chatbot/orders/seed.py).",
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
         from chatbot.orders.seed import shop_seed
         from knowledge.seed import knowledge_seed
@@ -29,3 +36,7 @@ class Command(BaseCommand):
         ):
             counts = func()
             self.stdout.write(f"seeded {name}: {counts}")
+        if options.get("redate"):
+            from chatbot.orders.seed import shop_redate
+
+            self.stdout.write(f"redated {shop_redate()} orders to today")

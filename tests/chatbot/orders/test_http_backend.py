@@ -103,7 +103,12 @@ def test_api_answers_what_docs_order_api_md_shows(api_url: str, raw: httpx.Clien
         headers={"Authorization": f"Bearer {API_KEY}"},
     )
     assert response.status_code == 200
-    assert response.json() == {"order": example}
+    order = response.json()["order"]
+    # The demo dates are relative to the day the shop was seeded (seed.py): the rest is
+    # exactly what the documentation shows.
+    for key in ("placed_on", "estimated_delivery"):
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", order.pop(key)) and example.pop(key)
+    assert order == example
 
 
 @live
@@ -240,3 +245,58 @@ def test_get_order_service_is_cached_and_follows_settings(api_url: str) -> None:
         facts = http.order_get(customer_id=JAMES, order_id=JAMES_PROCESSED)
         assert facts is not None and facts.order_id == JAMES_PROCESSED
     assert isinstance(get_order_service(), DjangoOrderService)
+
+
+JAMES_DELIVERED = "#W4435622"  # Hiking Boots + Water Bottle, bought 25 days before the seed
+
+
+@live
+def test_http_return_and_exchange(http: HttpOrderService) -> None:
+    order = models.Order.objects.get(order_id=JAMES_DELIVERED)
+    boots, bottle = (item["item_id"] for item in order.items)
+    variants = http.item_variants(item_id=boots)
+    assert variants and all(v.name == "Hiking Boots" and v.item_id != boots for v in variants)
+    assert variants == DjangoOrderService().item_variants(item_id=boots)
+    assert http.item_variants(item_id="0000000000") == []
+
+    # Someone else's order, exactly like a missing one.
+    with pytest.raises(OrderNotFound):
+        http.request_return(customer_id=MOHAMED, order_id=JAMES_DELIVERED, item_ids=[boots])
+    # Outside the window / not delivered: 409 with the reason's code.
+    old = models.Order.objects.get(order_id=MOHAMED_DELIVERED)
+    with pytest.raises(OrderNotAllowed) as caught:
+        http.request_return(
+            customer_id=MOHAMED, order_id=MOHAMED_DELIVERED, item_ids=[old.items[0]["item_id"]]
+        )
+    assert caught.value.code == "outside_return_window" and "return window" in str(caught.value)
+    with pytest.raises(OrderNotAllowed) as caught:
+        http.request_exchange(
+            customer_id=JAMES, order_id=JAMES_PROCESSED, exchanges={"6469567736": boots}
+        )
+    assert caught.value.code == "not_delivered"
+    # An exchange for another product is refused (400).
+    with pytest.raises(OrderServiceError) as caught:
+        http.request_exchange(
+            customer_id=JAMES, order_id=JAMES_DELIVERED, exchanges={boots: bottle}
+        )
+    assert caught.value.code == "invalid_exchange"
+
+    swapped = http.request_exchange(
+        customer_id=JAMES, order_id=JAMES_DELIVERED, exchanges={boots: variants[0].item_id}
+    )
+    assert swapped.kind == "exchange" and swapped.created and swapped.status == "requested"
+    (item,) = swapped.items
+    assert item.new_item_id == variants[0].item_id and item.new_price == variants[0].price
+    assert swapped.amount == variants[0].price - item.price
+    # The same request again: the stored one (idempotent); a different one: refused.
+    again = http.request_exchange(
+        customer_id=JAMES, order_id=JAMES_DELIVERED, exchanges={boots: variants[0].item_id}
+    )
+    assert not again.created and again.amount == swapped.amount
+    with pytest.raises(OrderNotAllowed) as caught:
+        http.request_return(customer_id=JAMES, order_id=JAMES_DELIVERED, item_ids=[bottle])
+    assert caught.value.code == "already_requested"
+    assert models.ReturnRequest.objects.get().order.status == "exchange requested"
+    assert http.order_get(customer_id=JAMES, order_id=JAMES_DELIVERED).status == (
+        "exchange requested"
+    )

@@ -1,14 +1,14 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import date, timedelta
 
 import pytest
 
 from chatbot.orders import models
 from chatbot.orders.seed import (
     CARRIERS,
-    DEMO_REFERENCE_DATE,
+    LATE_ORDERS,
     VIP_MIN_ORDERS,
     default_data_dir,
     order_derived_fields,
@@ -45,26 +45,43 @@ def test_seed_loads_everything_once_keeps_demo_changes_and_derives() -> None:
 
 
 def test_derived_fields_are_deterministic_and_in_documented_ranges() -> None:
+    today = date(2026, 12, 1)
     seen_carriers = set()
     seen_days = set()
+    in_window = 0
     for n in range(400):
         order_id = f"#W{1000000 + n * 7919}"
-        fields = order_derived_fields(order_id=order_id, status="delivered", has_tracking=True)
+        fields = order_derived_fields(
+            order_id=order_id, status="delivered", has_tracking=True, today=today
+        )
         assert fields == order_derived_fields(
-            order_id=order_id, status="delivered", has_tracking=True
+            order_id=order_id, status="delivered", has_tracking=True, today=today
         )
         placed = fields["placed_on"]
-        assert DEMO_REFERENCE_DATE - timedelta(days=60) <= placed < DEMO_REFERENCE_DATE
+        assert today - timedelta(days=60) <= placed <= today - timedelta(days=8)
         delivery_days = (fields["estimated_delivery"] - placed).days
-        assert 3 <= delivery_days <= 7
+        assert 3 <= delivery_days <= 7 and fields["estimated_delivery"] < today
+        in_window += placed >= today - timedelta(days=30)
         seen_days.add(delivery_days)
         seen_carriers.add(fields["carrier"])
+        # In transit or pending: due in the future (on time), unless one of the late ones.
+        for status in ("processed", "pending"):
+            open_order = order_derived_fields(
+                order_id=order_id, status=status, has_tracking=True, today=today
+            )
+            assert open_order["estimated_delivery"] >= today
     assert seen_carriers == set(CARRIERS)
     assert seen_days == {3, 4, 5, 6, 7}
+    # Recently delivered orders inside the 30-day return window, and older ones.
+    assert 100 < in_window < 300
+
+    for late in LATE_ORDERS:
+        fields = order_derived_fields(order_id=late, status="processed", has_tracking=True)
+        assert fields["estimated_delivery"] < fields["placed_on"] + timedelta(days=8)
+        assert fields["estimated_delivery"] < date.today()
 
     pending = order_derived_fields(order_id="#W1234567", status="pending", has_tracking=False)
     assert pending["carrier"] == ""
     assert pending["estimated_delivery"] is not None
     cancelled = order_derived_fields(order_id="#W1234567", status="cancelled", has_tracking=True)
     assert cancelled["estimated_delivery"] is None
-    assert cancelled["placed_on"] == pending["placed_on"]
