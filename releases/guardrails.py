@@ -7,7 +7,11 @@ Checks, each "insufficient" (below the minimum sample: it can't trip), "pass" or
   tiers differ by an order of magnitude and a mix-weighted p95 hides an L1 regression.
   Alpha is split between the latency checks that have data (Bonferroni);
 - ``errors``: error rate, all tiers;
-- ``csat``: share of satisfied ratings, all tiers, over its own longer window.
+- ``csat``: share of satisfied ratings, all tiers, over its own longer window;
+- ``degraded``: of the replies that planned a model, the share admission control sent
+  without one (``inference.admission``): a candidate whose models are slower degrades
+  more turns under the same load, which the latency checks don't see (the degraded
+  replies are fast).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ class GuardSettings:
     latency_min_delta_ms: float = 20.0
     error_pp: float = 0.5
     csat_pp: float = 2.0
+    degraded_pp: float = 5.0
     min_replies: int = 200
     min_ratings: int = 100
     alpha: float = 0.01
@@ -175,6 +180,29 @@ def _csat(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
     )
 
 
+def _degraded(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
+    n_c, n_s = cand.model_turns, stable.model_turns
+    if short := _short_of("degraded", n_c, n_s, cfg.min_replies, unit=" model turns"):
+        return short
+    test = two_proportion_worse(bad_c=cand.degraded, n_c=n_c, bad_s=stable.degraded, n_s=n_s)
+    delta_pp = (test.p_candidate - test.p_stable) * 100
+    margin = delta_pp >= cfg.degraded_pp
+    return Check(
+        "degraded",
+        BREACH if margin and test.p_value < cfg.alpha else PASS,
+        candidate=test.p_candidate,
+        stable=test.p_stable,
+        threshold=cfg.degraded_pp,
+        n_candidate=n_c,
+        n_stable=n_s,
+        z=test.z,
+        p_value=test.p_value,
+        alpha=cfg.alpha,
+        margin=margin,
+        note=f"degraded {test.p_candidate:.1%} vs {test.p_stable:.1%} ({delta_pp:+.1f} pp)",
+    )
+
+
 def evaluate(
     *,
     candidate: Window,
@@ -195,6 +223,7 @@ def evaluate(
     alpha = cfg.alpha / max(1, with_data)
     checks = [_latency(name, c, s, cfg, alpha) for name, c, s in pairs]
     checks.append(_errors(candidate, stable, cfg))
+    checks.append(_degraded(candidate, stable, cfg))
     checks.append(_csat(candidate_csat, stable_csat, cfg))
     return Evaluation(checks)
 

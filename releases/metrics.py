@@ -198,6 +198,8 @@ def reply_record(facts: ReplyFacts, *, at: datetime | None = None) -> None:
         row.errors += int(error)
         row.fallbacks += int(fallback)
         row.handoffs += int(handoff)
+        row.model_turns += int(bool(facts.metadata.get("model_planned")))
+        row.degraded += int(bool(facts.metadata.get("degraded")))
         row.prompt_tokens += facts.prompt_tokens
         row.completion_tokens += facts.completion_tokens
         row.cost += cost
@@ -261,6 +263,8 @@ class Window:
     baseline_cost: float = 0.0
     ratings: int = 0
     satisfied: int = 0
+    model_turns: int = 0
+    degraded: int = 0
     hist: list[int] = field(default_factory=lambda: [0] * HIST_SIZE)
 
     def add(self, row: MetricMinute) -> None:
@@ -274,6 +278,8 @@ class Window:
         self.baseline_cost += row.baseline_cost
         self.ratings += row.ratings
         self.satisfied += row.satisfied
+        self.model_turns += row.model_turns
+        self.degraded += row.degraded
         self.hist = hist_merge([self.hist, list(row.latency_hist or [])])
 
     @property
@@ -290,6 +296,15 @@ class Window:
     @property
     def fallback_rate(self) -> float | None:
         return self.fallbacks / self.replies if self.replies else None
+
+    @property
+    def degraded_share(self) -> float | None:
+        """Of the replies that planned a model, the share sent without one (admission)."""
+        return self.degraded / self.model_turns if self.model_turns else None
+
+    @property
+    def model_phrased_share(self) -> float | None:
+        return None if self.degraded_share is None else 1 - self.degraded_share
 
     @property
     def csat(self) -> float | None:
@@ -311,6 +326,9 @@ class Window:
             "error_rate": r(self.error_rate),
             "fallback_rate": r(self.fallback_rate),
             "handoffs": self.handoffs,
+            "model_turns": self.model_turns,
+            "degraded": self.degraded,
+            "model_phrased_share": r(self.model_phrased_share),
             "ratings": self.ratings,
             "csat": r(self.csat),
             "tokens": self.prompt_tokens + self.completion_tokens,

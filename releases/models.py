@@ -147,6 +147,10 @@ class MetricMinute(models.Model):
     latency_hist = models.JSONField(default=list)
     ratings = models.PositiveIntegerField(default=0)
     satisfied = models.PositiveIntegerField(default=0)
+    # Replies that planned a model, and those of them that degraded (admission control:
+    # the tier's text that needs no model went out; inference.admission).
+    model_turns = models.PositiveIntegerField(default=0)
+    degraded = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["minute"]

@@ -7,8 +7,12 @@ import never registers twice):
   arrive. Scrape every Daphne process (as with any Python service without
   multiprocess mode) and sum them in PromQL;
 - gauges read from the database at scrape time: the release state and the recent
-  window per variant and tier. These are the same in every process and are what the
-  guardrails see.
+  window per variant and tier (with the model-phrased share: of the replies that
+  planned a model, those a model wrote). These are the same in every process and are
+  what the guardrails see;
+- gauges of this process's model queues at scrape time (``inference.queue``: slots,
+  holding, waiting, mean hold) and counters of its waits and degraded turns, for
+  admission control (``inference.admission``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
@@ -48,6 +52,18 @@ BASELINE = Counter(
 RATINGS = Counter(
     "tierdesk_ratings", "CSAT ratings given or changed", [*_LABELS, "satisfied"], registry=REGISTRY
 )
+DEGRADED = Counter(
+    "tierdesk_replies_degraded",
+    "Replies that planned a model and went out without one (admission control)",
+    [*_LABELS, "reason"],
+    registry=REGISTRY,
+)
+MODEL_TURNS = Counter(
+    "tierdesk_replies_model_planned",
+    "Replies that planned a model (the degraded share's denominator)",
+    _LABELS,
+    registry=REGISTRY,
+)
 FIRST_CHUNK = Histogram(
     "tierdesk_first_chunk_seconds",
     "Time from the shopper's message to the first chunk of the reply",
@@ -68,6 +84,11 @@ def reply_observe(
         FALLBACKS.labels(**labels).inc()
     if handoff:
         HANDOFFS.labels(**labels).inc()
+    if facts.metadata.get("model_planned"):
+        MODEL_TURNS.labels(**labels).inc()
+    degraded = facts.metadata.get("degraded")
+    if degraded:
+        DEGRADED.labels(**labels, reason=str(degraded.get("reason", ""))).inc()
     TOKENS.labels(**labels, kind="prompt").inc(facts.prompt_tokens)
     TOKENS.labels(**labels, kind="completion").inc(facts.completion_tokens)
     COST.labels(**labels).inc(cost)
@@ -121,6 +142,7 @@ class ReleaseCollector(Collector):
                 ("fallback_ratio", "Fallback rate"),
                 ("csat_ratio", "Share of satisfied ratings"),
                 ("cost_saving_ratio", "1 - cost / all-L3 baseline cost"),
+                ("model_phrased_ratio", "Share of model-planned replies a model wrote"),
             )
         }
         for variant in ("stable", "candidate"):
@@ -133,6 +155,7 @@ class ReleaseCollector(Collector):
                     "fallback_ratio": window.fallback_rate,
                     "csat_ratio": window.csat,
                     "cost_saving_ratio": window.saving_ratio,
+                    "model_phrased_ratio": window.model_phrased_share,
                 }
                 for name, value in values.items():
                     if value is not None:
@@ -140,11 +163,51 @@ class ReleaseCollector(Collector):
         yield from gauges.values()
 
 
+class QueueCollector(Collector):
+    """This process's model queues (one per role), at scrape time."""
+
+    def collect(self) -> Iterator[Metric]:
+        from inference.queue import gates_snapshot
+
+        gauges = {
+            key: GaugeMetricFamily(f"tierdesk_model_queue_{key}", text, labels=["role"])
+            for key, text in (
+                ("slots", "Model slots this process may hold"),
+                ("active", "Model slots held now"),
+                ("waiting", "Turns waiting for a model slot now (queue depth)"),
+                ("hold_seconds", "Moving average of how long a generation holds a slot"),
+            )
+        }
+        waits = CounterMetricFamily(
+            "tierdesk_model_queue_waits", "Turns that took a model slot", labels=["role"]
+        )
+        wait_s = CounterMetricFamily(
+            "tierdesk_model_queue_wait_seconds",
+            "Seconds turns waited for a model slot, in all",
+            labels=["role"],
+        )
+        for role, gate in sorted(gates_snapshot().items()):
+            for key, field in (
+                ("slots", "slots"),
+                ("active", "active"),
+                ("waiting", "waiting"),
+                ("hold_seconds", "hold_s"),
+            ):
+                if gate[field] is not None:
+                    gauges[key].add_metric([role], float(gate[field] or 0))
+            waits.add_metric([role], float(gate["waits"] or 0))
+            wait_s.add_metric([role], float(gate["wait_s"] or 0))
+        yield from gauges.values()
+        yield waits
+        yield wait_s
+
+
 def _s(ms: float | None) -> float | None:
     return None if ms is None else ms / 1000
 
 
 REGISTRY.register(ReleaseCollector())
+REGISTRY.register(QueueCollector())
 
 
 def exposition() -> bytes:
