@@ -8,6 +8,12 @@ Each turn runs as its own task so the consumer keeps reading frames (pings, more
 messages, the disconnect) while a reply streams; turns of one connection run one at
 a time, in order. A disconnect cancels the running turn, which stores the partial
 reply as incomplete.
+
+Load never becomes an error (issue #16): a connection beyond the process's waiting-room
+capacity is accepted, gets its ``hello``, and waits, told its place in line (``busy``
+frames); its messages are stored and acked and answered once it is served. A message
+over the global bucket or the dynamic window waits its turn the same way
+(``chatbot.limits``); only the per-session and per-IP limits answer ``rate_limited``.
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
 from .botcheck import BotSession
 from .handoff import agents_group, group_frame, shopper_group
+from .limits import LOAD_LIMITS, load_admit, waiting_room
 from .protocol import (
     IdentifyFrame,
     MessageFrame,
@@ -43,7 +51,10 @@ from .receive import (
     refusal_frame_for,
     turn_frames,
 )
-from .refusals import Refusal
+from .refusals import RateLimited, Refusal
+
+# Messages held back by a load limit in this process, in arrival order ("you are n-th").
+_load_line: list[int] = []
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -51,6 +62,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     bot: BotSession
     turns: TurnQueue
     worker: asyncio.Task[None] | None = None
+    seat: asyncio.Future[None] | None = None
 
     @property
     def conversation_id(self) -> int:
@@ -69,11 +81,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
             user_agent=headers.get(b"user-agent", b"").decode("latin-1"),
         )
         self.turns = TurnQueue()
+        self.load_held: set[int] = set()
         self.bot = BotSession.open()
         # Human handoff: the queue, the person's messages and typing reach this group.
         await self._group("add")
         await self.accept()
         await self.send_json(await hello_frame(connection=self.connection, bot=self.bot))
+        self.seat = await waiting_room().enter(self._busy_sessions)
         self.worker = asyncio.create_task(self._run_turns())
 
     async def disconnect(self, code: int) -> None:
@@ -81,7 +95,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
             self.worker.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self.worker
+        if self.seat is not None:
+            await waiting_room().leave(self.seat)
+            self.seat = None
         await self._group("discard")
+
+    async def _busy_sessions(self, position: int) -> None:
+        await self.send_json({"type": "busy", "reason": "sessions", "position": position})
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         received_at = time.perf_counter()
@@ -124,20 +144,48 @@ class ChatConsumer(AsyncWebsocketConsumer):
             client_ip=self._client_ip(),
         )
         await self.send_json(receipt.ack)
-        if receipt.refused is not None:
-            raise receipt.refused
+        refused = receipt.refused
+        if isinstance(refused, RateLimited) and refused.limit in LOAD_LIMITS and receipt.answering:
+            # Load, not this shopper: the message waits its turn (``_load_wait``).
+            self.load_held.add(receipt.message_id)
+            self.turns.put(message_id=receipt.message_id, received_at=received_at)
+            return
+        if refused is not None:
+            raise refused
         if receipt.answer:
             self.turns.put(message_id=receipt.message_id, received_at=received_at)
 
     async def _run_turns(self) -> None:
+        if self.seat is not None:
+            await asyncio.shield(self.seat)  # in line: messages wait, stored and acked
         while True:
             message_id, received_at = await self.turns.get()
+            if message_id in self.load_held:
+                self.load_held.discard(message_id)
+                await self._load_wait(message_id)
             async for frame in turn_frames(
                 conversation_id=self.conversation_id,
                 message_id=message_id,
                 received_at=received_at,
             ):
                 await self.send_json(frame)
+
+    async def _load_wait(self, message_id: int) -> None:
+        """Poll the load limits until they let this message through (at most
+        ``TIERDESK_LOAD_WAIT_MAX_S``), telling the shopper their place meanwhile."""
+        _load_line.append(message_id)
+        give_up = time.monotonic() + settings.TIERDESK_LOAD_WAIT_MAX_S
+        try:
+            while time.monotonic() < give_up:
+                verdict = await load_admit()
+                if verdict.allowed:
+                    break
+                position = _load_line.index(message_id) + 1
+                await self.send_json({"type": "busy", "reason": "load", "position": position})
+                await asyncio.sleep(min(1.0, max(0.05, verdict.retry_after)))
+        finally:
+            _load_line.remove(message_id)
+        await self.send_json({"type": "busy", "reason": "load", "position": 0})
 
     async def _group(self, action: str) -> None:
         if self.channel_layer is None or not hasattr(self, "connection"):

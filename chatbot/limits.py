@@ -14,14 +14,25 @@ acked first, whatever the verdict: docs/protocol.md, ``rate_limited``):
    second that uses less than half of it.
 
 Every shared check fails open: if Redis is unreachable the message goes through.
+
+The global bucket and the dynamic window limit load, not a shopper: a message over them
+waits its turn (``load_admit``, polled by the consumer, at most
+``TIERDESK_LOAD_WAIT_MAX_S``) and the widget shows "busy, you are n-th"; only the
+per-session and per-IP limits answer ``rate_limited``.
+
+``WaitingRoom``: at most ``TIERDESK_WS_ACTIVE_MAX`` connections per process are served;
+a shopper beyond that is accepted (never a refused handshake), told their place in
+line, and served in arrival order as others leave (docs/protocol.md, ``busy``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,6 +228,15 @@ class RateLimiter:
             ),
         )
 
+    async def check_load(self) -> Verdict:
+        """The global bucket and the dynamic window only (a message waiting its turn)."""
+        if not settings.TIERDESK_RATE_LIMITS:
+            return OK
+        verdict = await self.bucket.take()
+        if verdict.allowed:
+            verdict = self.window.admit(time.time())
+        return verdict
+
     async def check(self, *, session: str, ip: str | None) -> Verdict:
         if not settings.TIERDESK_RATE_LIMITS:
             return OK
@@ -245,6 +265,83 @@ async def message_admit(*, session: str, ip: str | None) -> Verdict:
     return await rate_limiter().check(session=session, ip=ip)
 
 
+# The limits that measure load, not a shopper: over them a message waits its turn.
+LOAD_LIMITS = frozenset({"global", "window"})
+
+
+async def load_admit() -> Verdict:
+    """Whether a message held back by a load limit may be answered now."""
+    return await rate_limiter().check_load()
+
+
+# -- the waiting room ---------------------------------------------------------------------
+
+
+Notify = Callable[[int], Awaitable[None]]
+
+
+class WaitingRoom:
+    """Connections served by this process: ``capacity`` at once, the rest in line.
+
+    ``enter`` returns a future that is done once the connection is served; each one
+    in line is told its place through ``notify(position)`` whenever the line moves,
+    and ``notify(0)`` when its turn comes."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.active = 0
+        self.line: list[tuple[asyncio.Future[None], Notify]] = []
+
+    @property
+    def waiting(self) -> int:
+        return len(self.line)
+
+    async def enter(self, notify: Notify) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.capacity <= 0 or (self.active < self.capacity and not self.line):
+            self.active += 1
+            future.set_result(None)
+            return future
+        self.line.append((future, notify))
+        await self._tell(notify, len(self.line))
+        return future
+
+    async def leave(self, future: asyncio.Future[None]) -> None:
+        """The connection closed: free its place (served or in line)."""
+        if not future.done() or future.cancelled():
+            self.line = [(f, n) for f, n in self.line if f is not future]
+            future.cancel()
+        else:
+            self.active -= 1
+            if self.line:
+                nxt, notify = self.line.pop(0)
+                self.active += 1
+                nxt.set_result(None)
+                await self._tell(notify, 0)
+        for place, (_f, notify) in enumerate(list(self.line), start=1):
+            await self._tell(notify, place)
+
+    @staticmethod
+    async def _tell(notify: Notify, position: int) -> None:
+        with contextlib.suppress(Exception):  # a connection closing meanwhile
+            await notify(position)
+
+
+_rooms: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, WaitingRoom] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def waiting_room() -> WaitingRoom:
+    """This process's waiting room (one per event loop: tests run several)."""
+    loop = asyncio.get_running_loop()
+    room = _rooms.get(loop)
+    if room is None:
+        room = _rooms[loop] = WaitingRoom(settings.TIERDESK_WS_ACTIVE_MAX)
+    return room
+
+
 def limits_reset() -> None:
     global _limiter
     _limiter = None
+    _rooms.clear()

@@ -125,6 +125,8 @@
       failed: "reply failed",
       notSent: "sending\u2026",
       retryIn: (s) => `Try again in ${s} s.`,
+      busy: (n) => `We're busy right now: you are number ${n} in line. Your messages are saved and answered in turn.`,
+      busyLoad: "We're busy right now: your message is saved and answered in a moment.",
       confirmHuman: "Send my message",
       yes: "Yes",
       no: "No",
@@ -175,6 +177,8 @@
       failed: "\u56de\u590d\u5931\u8d25",
       notSent: "\u53d1\u9001\u4e2d\u2026",
       retryIn: (s) => `\u8bf7 ${s} \u79d2\u540e\u518d\u8bd5\u3002`,
+      busy: (n) => `\u5f53\u524d\u54a8\u8be2\u4eba\u6570\u8f83\u591a\uff0c\u60a8\u6392\u5728\u7b2c ${n} \u4f4d\u3002\u6d88\u606f\u5df2\u4fdd\u5b58\uff0c\u5c06\u6309\u987a\u5e8f\u56de\u590d\u3002`,
+      busyLoad: "\u5f53\u524d\u54a8\u8be2\u4eba\u6570\u8f83\u591a\uff0c\u60a8\u7684\u6d88\u606f\u5df2\u4fdd\u5b58\uff0c\u7a0d\u540e\u5373\u56de\u590d\u3002",
       confirmHuman: "\u786e\u8ba4\u53d1\u9001",
       yes: "\u786e\u8ba4",
       no: "\u4e0d\u7528", // "no need"; the word for "cancel" would read as a new request
@@ -680,9 +684,22 @@
       this.dispatchEvent(new CustomEvent("tierdesk:state", { detail: { state } }));
     }
 
+    // Load: "busy, you are n-th" (docs/protocol.md, "busy"); position 0 ends it.
+    _onBusy(f) {
+      const n = Number(f.position) || 0;
+      this._busy = n > 0 ? { n, reason: f.reason } : null;
+      this.toggleAttribute("data-busy", n > 0);
+      if (n > 0) this.setAttribute("data-busy-position", String(n));
+      else this.removeAttribute("data-busy-position");
+      this._showStatus();
+    }
+
     _showStatus() {
       const t = this._t;
-      const text = { connecting: t.connecting, reconnecting: t.reconnecting, refused: t.refused }[this._state] || "";
+      let text = { connecting: t.connecting, reconnecting: t.reconnecting, refused: t.refused }[this._state] || "";
+      if (!text && this._state === "open" && this._busy) {
+        text = this._busy.reason === "load" ? t.busyLoad : t.busy(this._busy.n);
+      }
       this._status.textContent = text;
       this._status.hidden = !text;
     }
@@ -823,6 +840,8 @@
         case "typing":
           if (f.who === "agent") this._onAgentTyping(f);
           return;
+        case "busy":
+          return this._onBusy(f);
         default:
           return; // newer server, older widget: ignore what we don't know
       }
@@ -831,6 +850,8 @@
     _onHello(f) {
       this._helloSeen = true;
       this._attempt = 0;
+      this._busy = null;
+      this.removeAttribute("data-busy");
       if (f.session) store.set(this._key("session"), f.session);
       if (f.limits) this._limits = { ...this._limits, ...f.limits };
       this._input.maxLength = this._limits.max_message_chars || 2000;
