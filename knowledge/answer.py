@@ -23,6 +23,7 @@ from inference.base import ChatMessage, GenerationRequest
 from inference.sanitize import prompt_sanitize
 
 from . import text as ktext
+from .entail import question_coverage
 from .grounding import passage_extract
 from .retrieval import Passage, RetrievalResult, passages_retrieve
 
@@ -135,6 +136,11 @@ def context_select(
     return chosen, extras
 
 
+def passage_material(passage: Passage) -> str:
+    """What a passage says, with the article title and section heading it sits under."""
+    return f"{passage.title} {passage.heading} {passage.text}"
+
+
 def _trim(text: str, budget: int) -> str:
     if ktext.estimate_tokens(text) <= budget:
         return text
@@ -242,6 +248,18 @@ def answer_plan(
     budget = settings.TIERDESK_KB_CONTEXT_TOKENS
     chosen, extras = context_select(result.passages, budget=budget, summaries=summaries)
     explain = result.explain()
+    if chosen:
+        # A relevant-looking passage may still leave out what the question is about
+        # ("is the leather on your boots ethically sourced?" against the boots'
+        # warranty): then an answer or an extract of it would not answer the question.
+        coverage = question_coverage(question, [passage_material(p) for p in chosen])
+        explain["question_coverage"] = {
+            "share": round(coverage.share, 3),
+            "missing": coverage.missing,
+            "answers": coverage.answers,
+        }
+        if not coverage.answers:
+            chosen, extras = [], []
     if not chosen:
         return KnowledgeAnswer(
             language=lang,

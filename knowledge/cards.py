@@ -183,6 +183,18 @@ def _embed(questions: list[str], *, heading: str, answer: str) -> bytes:
     return np.ascontiguousarray(vectors, dtype="<f4").tobytes()
 
 
+# An article's opening lines before its first subsection ("Questions about our Hiking
+# Boots.") answer nothing: no card, up to this many characters.
+INTRODUCTION_CHARS = 160
+
+
+def is_introduction(section: ingest.Section, following: list[ingest.Section]) -> bool:
+    """A short section that only introduces the subsections under its heading."""
+    if len(section.text.strip()) > INTRODUCTION_CHARS or not following:
+        return False
+    return following[0].heading.startswith(f"{section.heading} > ")
+
+
 def cards_sync(*, document_id: int) -> dict[str, int]:
     """Bring a document's cards in line with its ingested sections (idempotent: an
     unchanged section keeps its card and its review)."""
@@ -199,6 +211,7 @@ def cards_sync(*, document_id: int) -> dict[str, int]:
         )
         if s.text.strip()
     ]
+    sections = [s for i, s in enumerate(sections) if not is_introduction(s, sections[i + 1 :])]
     role = settings.TIERDESK_KB_CARD_ROLE
     existing = {c.anchor: c for c in AnswerCard.objects.filter(document_id=document_id)}
     drafts: dict[str, tuple[ingest.Section, str, Draft]] = {}

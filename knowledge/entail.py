@@ -42,8 +42,7 @@ Label = Literal["entailed", "contradicted", "neutral"]
 MIN_SUPPORT = 0.8
 MIN_SUPPORT_ZH = 0.95
 
-# A full stop ends a sentence only before whitespace or the end ("$4.99" is one claim).
-SENTENCE = re.compile(r"(?<=[.!?])(?:\s+|$)|(?<=[。！？])|\n+")
+SENTENCE = ktext.SENTENCE
 # Clauses of a passage sentence: one sentence often states a rule and its exception.
 _CLAUSE = re.compile(r"\s*;\s*|；|,\s+but\s+|，但|，不过|\s+but\s+")
 
@@ -137,7 +136,7 @@ class Check:
 
 
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in SENTENCE.split(text) if s and s.strip()]
+    return ktext.sentences(text)
 
 
 def _clauses(passages: list[str]) -> list[str]:
@@ -509,16 +508,9 @@ def claim_check(sentence: str, passages: list[str], *, question: str = "") -> Cl
     return result
 
 
-_REFUSAL = re.compile(
-    r"(don't know|do not know|not sure|couldn't find|can't find|no information|"
-    r"not mentioned|doesn't say|does not say|不知道|不确定|没有找到|无法回答|没有提到)",
-    re.IGNORECASE,
-)
-
-
 def is_refusal(sentence: str) -> bool:
     """The reader saying it doesn't know: no claim about the shop."""
-    return bool(_REFUSAL.search(sentence))
+    return ktext.is_refusal(sentence)
 
 
 def text_check(text: str, passages: list[str], *, question: str = "") -> Check:
@@ -536,3 +528,72 @@ def label_pair(premise: str, hypothesis: str) -> Label:
     if check.contradicted:
         return "contradicted"
     return "entailed" if check.claims and check.entailed else "neutral"
+
+
+# -- does the passage answer the question? ------------------------------------------------------
+# Question words that say how it is asked, not what about ("how fast", "whats", "..., right?").
+_QUESTION_FILLER = ktext.wordset(
+    """
+    whats what's right fast quick quickly long soon enough after before anymore ever even
+    possible allowed able okay ok sure guys pls plz thx 才 不了 行 对 对吧 吗 吧 呢 多快
+    现在 一般 到底 直接
+    """
+)
+# A question about something the passages don't mention at all: this share or less of
+# its content words found there, with at least two missing, is not answered by them.
+# Tuned on the dev split of knowledge/eval/answers (docs/knowledge.md, "Truthfulness").
+MIN_QUESTION_COVERAGE = 0.5
+MAX_MISSING_TERMS = 1
+
+
+@dataclass
+class Coverage:
+    terms: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def share(self) -> float:
+        return 1.0 - len(self.missing) / len(self.terms) if self.terms else 1.0
+
+    @property
+    def answers(self) -> bool:
+        """False when the passages leave out what the question is about."""
+        if not self.terms:
+            return True
+        if len(self.missing) == len(self.terms):
+            return False
+        return not (len(self.missing) > MAX_MISSING_TERMS and self.share <= MIN_QUESTION_COVERAGE)
+
+
+def _zh_word_found(word: str, text: str, chars: set[str]) -> bool:
+    if word in text or _normalise(word) in text:
+        return True
+    own = [ch for ch in _normalise(word) if "\u4e00" <= ch <= "\u9fff" and ch not in _ZH_FILLER]
+    if len(own) <= 1:
+        return not own or own[0] in chars
+    # A longer word counts when half its characters are there ("皮夹克" is about the
+    # 夹克 the passage names); a two-character word must be there as it is.
+    return len(own) > 2 and sum(ch in chars for ch in own) * 2 >= len(own)
+
+
+def question_coverage(question: str, passages: list[str]) -> Coverage:
+    """Which of the question's content words the passages contain (stems and the shop's
+    synonyms in English, words or their characters in Chinese). Used to decide that
+    a relevant-looking passage doesn't answer the question ("is the leather on your
+    boots ethically sourced?" against the boots' warranty)."""
+    text = _normalise(" ".join(" ".join(passages).split()))
+    stems = _tokens(text)
+    chars = _zh_chars(text)
+    out = Coverage()
+    for word in ktext.question_keywords(question):
+        lowered = word.lower()
+        if lowered in _QUESTION_FILLER or lowered in _COURTESY or not lowered.strip("?？!！.,"):
+            continue
+        if ktext.has_cjk(word):
+            found = _zh_word_found(word, text, chars)
+        else:
+            found = bool(_tokens(lowered) & stems) or not _tokens(lowered)
+        out.terms.append(word)
+        if not found:
+            out.missing.append(word)
+    return out

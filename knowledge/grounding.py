@@ -16,13 +16,10 @@ from dataclasses import dataclass, field
 from . import text as ktext
 
 MIN_SUPPORT = 0.7
-# A full stop ends a sentence only before whitespace or the end ("$4.99" is one claim).
-_SENTENCE = re.compile(r"(?<=[.!?;])(?:\s+|$)|(?<=[。！？；])|\n+")
-_REFUSAL = re.compile(
-    r"(don't know|do not know|not sure|couldn't find|can't find|no information|"
-    r"不知道|不确定|没有找到|无法回答|没有提到)",
-    re.IGNORECASE,
-)
+# Claims are cut at semicolons too (ktext.SENTENCE_OR_CLAUSE); the refusal is the
+# entailment check's (ktext.REFUSAL).
+_SENTENCE = ktext.SENTENCE_OR_CLAUSE
+_REFUSAL = ktext.REFUSAL
 
 
 @dataclass

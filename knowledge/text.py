@@ -24,13 +24,13 @@ _WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
-def _wordset(text: str) -> frozenset[str]:
+def wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
 # Function words plus the politeness and filler of shopper questions ("hi, could you
 # please tell me ..."): none of them says what the question is about.
-EN_STOPWORDS = _wordset(
+EN_STOPWORDS = wordset(
     """
     a an and are as at be but by for if in into is it no not of on or such that the their
     then there these they this to was will with i me my we our you your yours he she him
@@ -43,7 +43,7 @@ EN_STOPWORDS = _wordset(
     well really actually still much many
     """
 )
-ZH_STOPWORDS = _wordset(
+ZH_STOPWORDS = wordset(
     """
     的 了 吗 呢 吧 啊 呀 嘛 么 是 在 有 和 与 及 或 就 都 也 还 又 很 把 被 给 对 从 向
     为 为了 以 之 其 这 那 这个 那个 这些 那些 哪 哪些 什么 怎么 怎样 怎么样 如何 多少 几
@@ -200,3 +200,27 @@ def language_detect(text: str) -> str:
         return "en"
     latin_words = len(_LATIN_WORD_RE.findall(text))
     return "zh" if cjk > latin_words else "en"
+
+
+# -- sentences and refusals: one definition for the entailment check (knowledge.entail),
+# the lexical grounding check and the extract (knowledge.grounding) --------------------------
+# A full stop ends a sentence only before whitespace or the end ("$4.99" is one claim).
+SENTENCE = re.compile(r"(?<=[.!?])(?:\s+|$)|(?<=[。！？])|\n+")
+# The same, also cutting at semicolons (a claim per clause, for the lexical check).
+SENTENCE_OR_CLAUSE = re.compile(r"(?<=[.!?;])(?:\s+|$)|(?<=[。！？；])|\n+")
+# The reader saying it doesn't know: no claim about the shop.
+REFUSAL = re.compile(
+    r"(don't know|do not know|not sure|couldn't find|can't find|no information|"
+    r"not mentioned|doesn't say|does not say|不知道|不确定|没有找到|无法回答|没有提到)",
+    re.IGNORECASE,
+)
+
+
+def sentences(text: str, *, clauses: bool = False) -> list[str]:
+    """``text`` cut into sentences (and at semicolons with ``clauses``), stripped."""
+    splitter = SENTENCE_OR_CLAUSE if clauses else SENTENCE
+    return [s.strip() for s in splitter.split(text) if s and s.strip()]
+
+
+def is_refusal(sentence: str) -> bool:
+    return bool(REFUSAL.search(sentence))

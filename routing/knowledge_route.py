@@ -12,7 +12,11 @@ question (not about the shopper's own order) is checked against the knowledge ba
 
 A message about the shopper's own order ("where is my order", an order id, "cancel
 it") keeps its order intent: the L1 flow acts on that order. A statement such as
-"I want to cancel" is not a question, so it keeps its intent too.
+"I want to cancel" is not a question, so it keeps its intent too. But a question about
+the rule, asked about "my order" ("my order is processed, can I still cancel it?",
+"if I change my card now does it apply to that order?") is a policy question: with no
+order id and an approved card, or a passage that covers the question's words, it goes
+to L2, which states the rule.
 
 Blocking (embedding, search): runs in the turn's worker thread, after the classifier.
 """
@@ -44,6 +48,27 @@ _QUESTION = re.compile(
     r"能不能|可不可以|是否|有没有",
     re.IGNORECASE,
 )
+# A question about the rule rather than a request or a status question, asked about
+# "my order" (EN and ZH).
+_RULE = re.compile(
+    r"\b(can|could|may)\s+(i|we|you|they|it)\b[^?.!]{0,40}\bstill\b|\bstill\b[^?.!]{0,12}\b"
+    r"(cancel|change|return|exchange|edit|modify|add|remove)|,?\s*right\s*\?|\btoo late\b|"
+    r"\b(does|do|will|would)\s+(it|that|this|they)\s+(apply|count|work|affect|change)\b|"
+    r"\b(is it|am i|are we)\s+(possible|allowed|able)\b|\bwhat happens\b|\bpolicy\b|"
+    r"\b(can|could)\s+(i|we)\b[^?.!]{0,60}\bif\b|"
+    r"^\s*(after|if|once|when)\b[^?]{3,}\b(can|could|do|does|will)\s+(i|it|you)\b|"
+    r"还能|还可以|能不能|可不可以|是否可以|会不会|吧[?？]?\s*$|怎么算|规定",
+    re.IGNORECASE,
+)
+# Asking where the order is or when it comes: the L1 flow looks it up.
+_STATUS = re.compile(
+    r"\bwhere\b|\bstatus\b|\btrack|\bwhen (will|does|is)\b|\barriv|\bshipped yet\b|"
+    r"到哪|状态|物流|什么时候到|哪天",
+    re.IGNORECASE,
+)
+# The share of the question's words a passage must hold to take a question from the
+# large tier or from the shopper's own order (tuned on the dev split).
+_STRONG_COVERAGE = 0.75
 # Decisions a knowledge answer may replace (rules for handoff, greetings and order ids
 # are never overridden).
 _GENERAL = {rt.OUT_OF_SCOPE, rt.KNOWLEDGE_QUESTION, rt.COMPLEX_QUESTION}
@@ -57,14 +82,26 @@ def is_question(text: str) -> bool:
     return bool(_QUESTION.search(text))
 
 
+def is_rule_question(text: str) -> bool:
+    """A question about what the shop allows, asked about the shopper's own order
+    ("can I still cancel it?", "..., right?", "does it apply to that order?"), not a
+    request to act on it or a status question."""
+    return bool(_RULE.search(text)) and not _STATUS.search(text)
+
+
 def knowledge_route(decision: rt.RouteDecision, *, text: str, language: str) -> rt.RouteDecision:
     """The decision, or L2 when the knowledge base answers the question."""
     if not settings.TIERDESK_ROUTE_BY_KNOWLEDGE or decision.tier == rt.L2:
         return decision
     if decision.reason.get("kind") == "rule" or decision.intent in (rt.GREETING, rt.HANDOFF):
         return decision
+    strict = False
     if is_personal(text):
-        return decision
+        # An order id is always about that order; "my order" only when the question is
+        # about the rule rather than a request or a status question.
+        if order_id_find(text) or not (is_question(text) and is_rule_question(text)):
+            return decision
+        strict = True
     general = decision.intent in _GENERAL or decision.tier in (rt.CLARIFY, rt.L3)
     if not general and not (decision.intent in rt.L1_INTENTS and is_question(text)):
         return decision
@@ -80,15 +117,26 @@ def knowledge_route(decision: rt.RouteDecision, *, text: str, language: str) -> 
     how = ""
     if card is not None:
         how = f"card {card.row.card_id} ({card.how} {card.score:.2f})"
-    elif decision.tier != rt.L3:
-        # The large tier was chosen for a complex question: only an approved card
-        # (a reviewed answer) takes it back; a passage alone does not.
+    else:
+        from knowledge.answer import passage_material
+        from knowledge.entail import question_coverage
         from knowledge.retrieval import passages_retrieve
 
         result = passages_retrieve(question=text, language=lang)
         top = result.passages[0] if result.passages else None
         if top is not None and top.relevant:
-            how = f"passage {top.chunk_id} (similarity {top.similarity:.2f})"
+            # The passage must hold what the question asks about, not only look
+            # related to it; the large tier (a complex question) and the shopper's own
+            # order give a question up only to a passage holding nearly all its words.
+            coverage = question_coverage(text, [passage_material(top)])
+            strong = decision.tier == rt.L3 or strict
+            if strong and not is_question(text):
+                pass  # "I want to return both items": a request, not a policy question
+            elif coverage.answers and (not strong or coverage.share >= _STRONG_COVERAGE):
+                how = (
+                    f"passage {top.chunk_id} (similarity {top.similarity:.2f}, "
+                    f"covers {coverage.share:.2f})"
+                )
     if not how:
         return decision
     reason = {
