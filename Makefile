@@ -1,5 +1,5 @@
 # The two commands: `make run` (the product, embedded default) and `make test` (the suite).
-.PHONY: setup run test lint services bench load pytest eval-router bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails eval-answers bench-desk
+.PHONY: setup run test lint services bench load pytest eval-router bench-roleplay bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails eval-answers bench-desk
 
 setup:
 	bash scripts/setup.sh
@@ -56,6 +56,11 @@ bench-guardrails: setup
 # conversations (Daphne, PostgreSQL, Redis; bench/results/desk.json; docs/desk.md).
 bench-desk: setup services
 	.venv/bin/python -m bench.desk --conversations 20
+
+# Role-play/jailbreak attempts and ordinary messages end to end through the turn pipeline,
+# every model replaced by a counting stand-in (bench/results/roleplay.json; docs/routing.md).
+bench-roleplay: setup
+	.venv/bin/python -m bench.roleplay
 
 # Router decision time + training time, and prompt compression (bench/results/*.json).
 bench-router: setup
