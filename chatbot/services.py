@@ -265,7 +265,7 @@ def reply_metrics_record(
 ) -> None:
     row = (
         Message.objects.filter(pk=reply_id)
-        .values("tier", "variant", "release_id", "reply_to__text")
+        .values("tier", "variant", "release_id", "reply_to__text", "intent", "route_reason")
         .first()
     )
     if row is None:
@@ -283,5 +283,7 @@ def reply_metrics_record(
             question=row["reply_to__text"] or "",
             text=text,
             metadata=metadata,
+            intent=row["intent"] or "",
+            route_reason=row["route_reason"] or {},
         )
     )

@@ -11,7 +11,11 @@ Checks, each "insufficient" (below the minimum sample: it can't trip), "pass" or
 - ``degraded``: of the replies that planned a model, the share admission control sent
   without one (``inference.admission``): a candidate whose models are slower degrades
   more turns under the same load, which the latency checks don't see (the degraded
-  replies are fast).
+  replies are fast);
+- ``handoffs``: share of replies that were handoff requests (turns routed to the
+  ``handoff`` intent: the shopper asked for a person, or the bot offered one because
+  it was stuck; ``metrics.handoff_requested``): a candidate that makes shoppers give
+  up on the bot shows up here.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ class GuardSettings:
     error_pp: float = 0.5
     csat_pp: float = 2.0
     degraded_pp: float = 5.0
+    handoff_pp: float = 2.0
     min_replies: int = 200
     min_ratings: int = 100
     alpha: float = 0.01
@@ -131,26 +136,40 @@ def _latency(name: str, cand: Window, stable: Window, cfg: GuardSettings, alpha:
     )
 
 
+def _rate_worse(
+    name: str, *, bad: tuple[int, int], n: tuple[int, int], pp: float, alpha: float, what: str
+) -> Check:
+    """A share that must not rise by ``pp`` points or more (candidate, stable)."""
+    test = two_proportion_worse(bad_c=bad[0], n_c=n[0], bad_s=bad[1], n_s=n[1])
+    delta_pp = (test.p_candidate - test.p_stable) * 100
+    margin = delta_pp >= pp
+    return Check(
+        name,
+        BREACH if margin and test.p_value < alpha else PASS,
+        candidate=test.p_candidate,
+        stable=test.p_stable,
+        threshold=pp,
+        n_candidate=n[0],
+        n_stable=n[1],
+        z=test.z,
+        p_value=test.p_value,
+        alpha=alpha,
+        margin=margin,
+        note=f"{what} {test.p_candidate:.2%} vs {test.p_stable:.2%} ({delta_pp:+.2f} pp)",
+    )
+
+
 def _errors(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
     n_c, n_s = cand.replies, stable.replies
     if short := _short_of("errors", n_c, n_s, cfg.min_replies):
         return short
-    test = two_proportion_worse(bad_c=cand.errors, n_c=n_c, bad_s=stable.errors, n_s=n_s)
-    delta_pp = (test.p_candidate - test.p_stable) * 100
-    margin = delta_pp >= cfg.error_pp
-    return Check(
+    return _rate_worse(
         "errors",
-        BREACH if margin and test.p_value < cfg.alpha else PASS,
-        candidate=test.p_candidate,
-        stable=test.p_stable,
-        threshold=cfg.error_pp,
-        n_candidate=n_c,
-        n_stable=n_s,
-        z=test.z,
-        p_value=test.p_value,
+        bad=(cand.errors, stable.errors),
+        n=(n_c, n_s),
+        pp=cfg.error_pp,
         alpha=cfg.alpha,
-        margin=margin,
-        note=f"error rate {test.p_candidate:.2%} vs {test.p_stable:.2%} ({delta_pp:+.2f} pp)",
+        what="error rate",
     )
 
 
@@ -203,6 +222,20 @@ def _degraded(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
     )
 
 
+def _handoffs(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
+    n_c, n_s = cand.replies, stable.replies
+    if short := _short_of("handoffs", n_c, n_s, cfg.min_replies):
+        return short
+    return _rate_worse(
+        "handoffs",
+        bad=(cand.handoffs, stable.handoffs),
+        n=(n_c, n_s),
+        pp=cfg.handoff_pp,
+        alpha=cfg.alpha,
+        what="handoff requests",
+    )
+
+
 def evaluate(
     *,
     candidate: Window,
@@ -224,6 +257,7 @@ def evaluate(
     checks = [_latency(name, c, s, cfg, alpha) for name, c, s in pairs]
     checks.append(_errors(candidate, stable, cfg))
     checks.append(_degraded(candidate, stable, cfg))
+    checks.append(_handoffs(candidate, stable, cfg))
     checks.append(_csat(candidate_csat, stable_csat, cfg))
     return Evaluation(checks)
 

@@ -20,6 +20,8 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from routing.types import HANDOFF as HANDOFF_INTENT
+
 from . import clock
 from .models import MetricMinute
 
@@ -43,21 +45,21 @@ LATENCY_BOUNDS_MS: tuple[float, ...] = tuple(
 )
 HIST_SIZE = len(LATENCY_BOUNDS_MS) + 1
 
-# A shopper asking for a person (EN/ZH). Counted, per tier and variant, as a handoff
-# request: a release that makes shoppers give up on the bot shows up here first.
-HANDOFF = re.compile(
-    r"\b(human|real person|live (agent|person|chat)|(an? |the )?agent|representative|"
-    r"someone (real|from support)|speak to (a |an )?(person|manager|someone))\b"
-    r"|人工|真人|转接|客服人员|找客服",
-    re.IGNORECASE,
-)
 # Fallback reasons that are a policy choice, not a failure of the model.
 _NOT_ERRORS = {"timeout", "breaker_open", "session_budget", "prompt_too_long"}
 _CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 
 
-def handoff_requested(text: str) -> bool:
-    return bool(HANDOFF.search(text or ""))
+def handoff_requested(*, intent: str, route_reason: dict[str, Any] | None) -> bool:
+    """A routed turn that ended in the ``handoff`` intent, from the stored reply row:
+    the shopper asked for a person (the router's handoff rule, any phrasing it knows,
+    EN and ZH) or the bot offered one because it was stuck. Counted, per tier and
+    variant, as a handoff request: a release that makes shoppers give up on the bot
+    shows up here first. The answer to the offer ("yes" queues, "no") has no route
+    reason (the dialogue continued, nothing was routed), so one request counts once;
+    a message that merely mentions "agent" or "人工" is not one unless it was routed so.
+    """
+    return intent == HANDOFF_INTENT and bool(route_reason)
 
 
 def estimate_tokens(text: str) -> int:
@@ -172,6 +174,9 @@ class ReplyFacts:
     question: str
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The reply row's intent and route reason (what the router decided for the turn).
+    intent: str = ""
+    route_reason: dict[str, Any] = field(default_factory=dict)
 
 
 def reply_record(facts: ReplyFacts, *, at: datetime | None = None) -> None:
@@ -179,7 +184,7 @@ def reply_record(facts: ReplyFacts, *, at: datetime | None = None) -> None:
     minute = clock.minute_floor(at or clock.now())
     error = is_error(facts.status, facts.metadata)
     fallback = bool(facts.metadata.get("fallback"))
-    handoff = handoff_requested(facts.question)
+    handoff = handoff_requested(intent=facts.intent, route_reason=facts.route_reason)
     cost = cost_of(facts.model, facts.prompt_tokens, facts.completion_tokens)
     # What the same reply would have cost on the L3 model: its prompt carries the
     # system prompt and context (a fixed overhead) plus the question; the answer is

@@ -342,6 +342,7 @@ def guard_settings() -> GuardSettings:
         error_pp=settings.TIERDESK_RELEASE_GUARD_ERROR_PP,
         csat_pp=settings.TIERDESK_RELEASE_GUARD_CSAT_PP,
         degraded_pp=settings.TIERDESK_RELEASE_GUARD_DEGRADED_PP,
+        handoff_pp=settings.TIERDESK_RELEASE_GUARD_HANDOFF_PP,
         min_replies=settings.TIERDESK_RELEASE_MIN_REPLIES,
         min_ratings=settings.TIERDESK_RELEASE_MIN_RATINGS,
         alpha=settings.TIERDESK_RELEASE_ALPHA,

@@ -694,6 +694,9 @@ TIERDESK_RELEASE_GUARD_CSAT_PP = env_float("TIERDESK_RELEASE_GUARD_CSAT_PP", 2.0
 # Degraded-share guardrail (admission control): a candidate that sends this many points
 # more of its model turns without a model than stable does is breached.
 TIERDESK_RELEASE_GUARD_DEGRADED_PP = env_float("TIERDESK_RELEASE_GUARD_DEGRADED_PP", 5.0)
+# Handoff guardrail: a candidate whose share of handoff requests (turns routed to the
+# handoff intent, releases.metrics.handoff_requested) is this many points above stable's.
+TIERDESK_RELEASE_GUARD_HANDOFF_PP = env_float("TIERDESK_RELEASE_GUARD_HANDOFF_PP", 2.0)
 # The statistical gate: minimum sample per variant, one-sided two-proportion z-test at
 # ALPHA, and this many breaches of one check in a row before the rollback, counted over
 # the evaluations where that check had its sample (only a pass with data resets).

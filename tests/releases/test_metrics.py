@@ -44,7 +44,14 @@ def test_replies_aggregate_per_minute_variant_and_tier(release_clock: FakeClock)
             model="qwen2.5-0.5b-instruct-q4km",
         )
     )
-    reply_record(facts(question="can I talk to a human please", tier="L3"))
+    reply_record(
+        facts(
+            question="can I talk to a human please",
+            tier="L1",
+            intent="handoff",
+            route_reason={"kind": "rule", "rule": "handoff-request"},
+        )
+    )
     release_clock.advance(minutes=1)
     reply_record(facts(variant="candidate", first_chunk_ms=900.0))
     assert MetricMinute.objects.count() == 3  # one row per (minute, variant, tier)
@@ -61,7 +68,7 @@ def test_replies_aggregate_per_minute_variant_and_tier(release_clock: FakeClock)
     ]
     assert abs((l1.p(0.5) or 0) - 200) < 20  # the histogram's resolution is ~10%
     # A timeout fallback is a policy, not an error; a failed reply is an error.
-    assert l1.errors == 1 and l1.replies == 4
+    assert l1.errors == 1 and l1.replies == 5
     later = window_read(
         release_id=None,
         variant=None,
@@ -100,11 +107,17 @@ def test_cost_is_modelled_against_the_all_l3_baseline(
     assert metrics.estimate_tokens("订单明天送达") == 6
 
 
-def test_handoff_requests_are_recognised() -> None:
-    for text in ("I want to speak to a human", "can I get a real person", "转人工", "找客服"):
-        assert metrics.handoff_requested(text), text
-    for text in ("where is my order", "is this a humane trap?", "agenda for delivery"):
-        assert not metrics.handoff_requested(text), text
+def test_handoff_requests_are_counted_from_the_stored_intent_not_the_text() -> None:
+    routed = {"kind": "rule", "rule": "handoff-request", "match": "转人工"}
+    assert metrics.handoff_requested(intent="handoff", route_reason=routed)
+    # The bot offered a person because it was stuck: the turn was routed, then offered.
+    stuck = {"kind": "classifier", "why": "low_confidence", "top": [["order_status", 0.3]]}
+    assert metrics.handoff_requested(intent="handoff", route_reason=stuck)
+    # The shopper's "yes"/"no" to the offer continues it: not a second request.
+    assert not metrics.handoff_requested(intent="handoff", route_reason={})
+    # Words the old text pattern counted, in turns the router sent elsewhere.
+    assert not metrics.handoff_requested(intent="order_status", route_reason=routed)
+    assert not metrics.handoff_requested(intent="knowledge_question", route_reason={"kind": "x"})
 
 
 def test_prometheus_exposition_has_counters_and_window_gauges(release_clock: FakeClock) -> None:
