@@ -73,3 +73,14 @@ def test_personal_and_question_forms() -> None:
     assert not is_personal("how long does a refund to a credit card take?")
     assert is_question("how long does a refund take") and is_question("退款要多久")
     assert not is_question("I want to cancel")
+
+
+def test_a_rule_question_about_my_order_is_told_from_a_request() -> None:
+    from routing.knowledge_route import is_rule_question
+
+    assert is_rule_question("my order is processed, I can still cancel it right?")
+    assert is_rule_question("if I change my card now does it apply to that order?")
+    assert is_rule_question("我的订单已经发货了，还能改地址吗？")
+    assert not is_rule_question("can i change the address on my order")
+    assert not is_rule_question("my order still says pending, where is it?")
+    assert not is_rule_question("我的订单到哪了")

@@ -1,0 +1,70 @@
+"""A relevant-looking passage that leaves out what the question asks is not an answer:
+L2 says it doesn't know (and offers a person) instead of sending an extract of it.
+And an article's introduction gets no answer card."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge import cards, entail, ingest, services
+from knowledge.answer import answer_plan
+from knowledge.models import AnswerCard
+
+WARRANTY = (
+    "Every pair of boots has a one-year warranty against defects in materials and "
+    "stitching. The warranty does not cover normal wear, such as worn heels or scuffed leather."
+)
+
+
+def test_a_question_about_something_the_passage_never_mentions_is_not_covered() -> None:
+    asked = entail.question_coverage("is the leather on your boots ethically sourced?", [WARRANTY])
+    assert asked.missing == ["ethically", "sourced"] and not asked.answers
+    # The shop's words for the same thing count ("bought" is "purchase"), and how it
+    # is asked ("how fast", "whats", "..., right?") is not what it is about.
+    covered = entail.question_coverage(
+        "whats the warranty on boots I bought, right?", ["Boots purchased here: " + WARRANTY]
+    )
+    assert covered.missing == [] and covered.answers
+    # One word missing is a paraphrase, not a new topic.
+    assert entail.question_coverage("does the boot warranty cover stitching?", [WARRANTY]).answers
+
+
+def test_chinese_words_by_their_characters() -> None:
+    passage = "结账时可以选择到我们的门店免费自提。"
+    assert not entail.question_coverage("门店有停车场和充电桩吗", [passage]).answers
+    assert entail.question_coverage("门店自提免费吗", [passage]).answers
+    # A longer word counts when half its characters are there (皮夹克: the 夹克).
+    assert entail.question_coverage("皮夹克能修吗", ["夹克在2年内免费维修。"]).missing == []
+
+
+@pytest.mark.django_db
+def test_l2_says_it_does_not_know_instead_of_an_unrelated_extract(kb: dict[str, int]) -> None:
+    plan = answer_plan(question="is the leather on your boots ethically sourced?", language="en")
+    assert plan.generation is None and plan.card_id is None
+    assert plan.actions == ["offer:L3", "offer:human"]
+    assert plan.retrieval["question_coverage"]["answers"] is False
+    # A question the article answers still gets its passages.
+    plan = answer_plan(question="how long is the warranty on the boots?", language="en")
+    assert plan.generation is not None and plan.retrieval["question_coverage"]["answers"]
+
+
+def test_an_introduction_to_subsections_is_not_a_card() -> None:
+    intro = ingest.Section(heading="Boots FAQ", anchor="boots-faq", text="Questions about boots.")
+    sub = ingest.Section(heading="Boots FAQ > Warranty", anchor="warranty", text=WARRANTY)
+    assert cards.is_introduction(intro, [sub])
+    assert not cards.is_introduction(sub, [])
+    long_intro = ingest.Section(heading="Boots FAQ", anchor="boots-faq", text=WARRANTY * 2)
+    assert not cards.is_introduction(long_intro, [sub])
+
+
+@pytest.mark.django_db
+def test_cards_sync_skips_the_introduction(settings: object) -> None:
+    doc = services.document_create(
+        title="Boots",
+        text="# Boots FAQ\n\nQuestions about our boots.\n\n## Warranty\n\n" + WARRANTY + "\n",
+        language="en",
+        source_format="markdown",
+    )
+    assert services.document_ingest(document_id=doc.pk).result == "ready"
+    cards.cards_sync(document_id=doc.pk)
+    assert [c.heading for c in AnswerCard.objects.filter(document=doc)] == ["Boots FAQ > Warranty"]
