@@ -177,6 +177,7 @@ def _row(name: str, w: Window) -> list[str]:
         _ms(w.p(0.95)),
         _pct(w.error_rate),
         _pct(w.fallback_rate),
+        _pct(w.model_phrased_share),
         str(w.handoffs),
         str(w.ratings),
         _pct(w.csat),
@@ -204,6 +205,10 @@ def console(request: HttpRequest) -> HttpResponse:
             "saving": _pct(board.total.saving_ratio),
             "cost": fmt_usd(board.total.cost),
             "baseline_cost": fmt_usd(board.total.baseline_cost),
+            # Admission control: of the replies that planned a model, those a model wrote.
+            "model_phrased": _pct(board.total.model_phrased_share),
+            "model_turns": board.total.model_turns,
+            "degraded": board.total.degraded,
         },
         "drafts": drafts,
         "handoff": _handoff(hours),

@@ -83,3 +83,18 @@ def test_degraded_share_guardrail(cand: Window, stable: Window, status: str) -> 
     assert check.status == status, check.line()
     if status == BREACH:
         assert check.candidate == 0.2 and check.stable == 0.05
+
+
+@pytest.mark.django_db
+def test_operator_console_shows_the_model_phrased_share(
+    staff: dict[str, Any], release_clock: FakeClock
+) -> None:
+    from tests.releases.test_console import CONSOLE, client_for
+
+    reply_record(facts(metadata={"model_planned": True}))
+    for _ in range(3):
+        reply_record(facts(metadata=DEGRADED, model=""))
+    html = client_for(staff["operator"]).get(CONSOLE).content.decode()
+    line = html.split('data-testid="model-phrased"', 1)[1].split("</p>", 1)[0]
+    assert "<strong>25.0%</strong> of 4 replies that planned a model; 3 went out" in line
+    assert "model-phrased</th>" in html and "<td>25.0%</td>" in html
