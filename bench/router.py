@@ -157,8 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         }
     )
     report["figures"] = figures
-    if "banking77" in previous:
-        report["banking77"] = previous["banking77"]
+    for kept in ("banking77", "heldout_eval"):
+        if kept in previous:
+            report[kept] = previous[kept]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     d, tr = report["decision_ms"], report["training"]

@@ -19,6 +19,7 @@ from routing.interchange import FORMATS, TIERS, ImportFailed, Plan
 from routing.models import (
     ClassifierModel,
     Intent,
+    OutOfScopePoint,
     ReplyTemplate,
     RetrainRun,
     Rule,
@@ -117,6 +118,11 @@ class IntentAdmin(admin.ModelAdmin):
                 "retraining/",
                 self.admin_site.admin_view(self.retraining_view),
                 name="routing_intent_retraining",
+            ),
+            path(
+                "out-of-scope-point/",
+                self.admin_site.admin_view(self.oos_point_view),
+                name="routing_intent_oos_point",
             ),
         ]
         return mine + super().get_urls()
@@ -220,10 +226,44 @@ class IntentAdmin(admin.ModelAdmin):
                 request,
                 "Classifier retraining",
                 status=status,
+                chart=oos_chart(status["calibration"]),
                 runs=RetrainRun.objects.all()[:15],
                 running=status["running"],
             ),
         )
+
+    def oos_point_view(self, request: HttpRequest) -> HttpResponse:
+        """POST: apply the point of the out-of-scope curve the admin clicked (its
+        threshold), for every process within seconds; back to the retraining page."""
+        from routing.services import retrain_status
+
+        back = HttpResponseRedirect(reverse("admin:routing_intent_retraining") + "#oos-curve")
+        if request.method != "POST" or not self.has_change_permission(request):
+            return back
+        calibration = retrain_status()["calibration"]
+        points = {p["threshold"]: p for p in (calibration or {}).get("curve", [])}
+        try:
+            threshold = round(float(request.POST.get("threshold", "")), 4)
+        except ValueError:
+            threshold = -1.0
+        point = points.get(threshold)
+        if point is None:
+            messages.error(request, "Choose one of the points of the current curve.")
+            return back
+        OutOfScopePoint.objects.create(
+            threshold=threshold,
+            in_scope_accuracy=point["in_scope_accuracy"],
+            oos_recall=point["oos_recall"],
+            chosen_by=request.user.get_username(),
+        )
+        messages.success(
+            request,
+            f"Out-of-scope threshold set to {threshold:.2f}: on your held-out examples "
+            f"{point['in_scope_accuracy']:.0%} answered with the right intent, "
+            f"{point['oos_recall']:.0%} of the out-of-scope ones asked to rephrase. "
+            "The bot applies it within seconds.",
+        )
+        return back
 
     @admin.display(description="EN examples", ordering="_en")
     def en_examples(self, obj: Intent) -> int:
@@ -280,3 +320,60 @@ class ClassifierModelAdmin(ReadOnlyAdmin):
         "sklearn_version",
         "size_bytes",
     ]
+
+
+# The out-of-scope chart on the retraining page: x = out-of-scope recall, y = in-scope
+# accuracy, one clickable point per threshold of the curve (SVG, no script library).
+CHART_W, CHART_H, CHART_PAD = 640, 360, 56
+
+
+def oos_chart(calibration: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The curve's points in SVG coordinates, with the chosen and suggested marked."""
+    if not calibration or not calibration.get("curve"):
+        return None
+    curve = calibration["curve"]
+    low = min(p["in_scope_accuracy"] for p in curve)
+    y_min = max(0.0, int(low * 10) / 10)  # the accuracy axis starts at a round tenth
+    span = max(1.0 - y_min, 0.05)
+    plot_w, plot_h = CHART_W - 2 * CHART_PAD, CHART_H - 2 * CHART_PAD
+
+    def xy(recall: float, accuracy: float) -> tuple[float, float]:
+        x = CHART_PAD + recall * plot_w
+        y = CHART_PAD + (1.0 - (accuracy - y_min) / span) * plot_h
+        return round(x, 1), round(y, 1)
+
+    points = []
+    for p in curve:
+        x, y = xy(p["oos_recall"], p["in_scope_accuracy"])
+        points.append(
+            {
+                **p,
+                "x": x,
+                "y": y,
+                "label_left": round(x - 12, 1),
+                "label_right": round(x + 12, 1),
+                "label_y": round(y + 4, 1),
+                "in_use": p["threshold"] == calibration.get("configured_point"),
+                "suggested": p["threshold"] == calibration.get("suggested_threshold"),
+            }
+        )
+    ticks_y = []
+    step = 0.05 if span <= 0.3 else 0.1
+    value = 1.0
+    while value >= y_min - 1e-9:
+        ticks_y.append({"label": f"{value:.2f}", "y": xy(0.0, value)[1]})
+        value = round(value - step, 4)
+    return {
+        "width": CHART_W,
+        "height": CHART_H,
+        "left": CHART_PAD,
+        "right": CHART_W - CHART_PAD,
+        "top": CHART_PAD,
+        "bottom": CHART_H - CHART_PAD,
+        "points": points,
+        "polyline": " ".join(f"{p['x']},{p['y']}" for p in points),
+        "ticks_x": [
+            {"label": f"{v:.0%}", "x": xy(v, y_min)[0]} for v in (0.0, 0.25, 0.5, 0.75, 1.0)
+        ],
+        "ticks_y": ticks_y,
+    }

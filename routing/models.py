@@ -267,6 +267,29 @@ class RetrainRun(models.Model):
         return f"retrain v{self.router_version}: {self.status}"
 
 
+class OutOfScopePoint(models.Model):
+    """The point on the out-of-scope trade-off curve a support admin chose (Routing ->
+    Intents -> Retraining, a click on the curve): the router asks the shopper to
+    rephrase when the classifier's top probability is under ``threshold``. The latest
+    row applies (the others are the history of choices); with none, the
+    TIERDESK_ROUTER_CLARIFY_THRESHOLD setting does. Saving one bumps RouterVersion,
+    so every process applies it within seconds (no retraining: the data are the same)."""
+
+    threshold = models.FloatField(help_text="0 to 1: the clarify threshold on the top probability")
+    # What the curve promised at this point when it was chosen (held-out examples and
+    # off-topic text of the model then in use), for the record.
+    in_scope_accuracy = models.FloatField(null=True, blank=True)
+    oos_recall = models.FloatField(null=True, blank=True)
+    chosen_by = models.CharField(max_length=150, blank=True)
+    chosen_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-chosen_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"out-of-scope threshold {self.threshold:.2f} ({self.chosen_by or 'unknown'})"
+
+
 def _regex_validate(pattern: str, *, field: str) -> None:
     try:
         re.compile(pattern, re.IGNORECASE)
@@ -276,7 +299,7 @@ def _regex_validate(pattern: str, *, field: str) -> None:
 
 # Receivers live here (not in apps.ready) so they are connected whenever the models
 # are importable, including in migrations' data steps and management commands.
-_VERSIONED_MODELS = (Intent, Utterance, ReplyTemplate, SlotPattern, Rule)
+_VERSIONED_MODELS = (Intent, Utterance, ReplyTemplate, SlotPattern, Rule, OutOfScopePoint)
 
 
 def _router_changed(sender: type[models.Model], **kwargs: Any) -> None:
@@ -297,6 +320,7 @@ for _model in _VERSIONED_MODELS:
 __all__ = [
     "ClassifierModel",
     "Intent",
+    "OutOfScopePoint",
     "ReplyTemplate",
     "RetrainRun",
     "RouterVersion",

@@ -21,7 +21,7 @@ from django.conf import settings
 from inference.versioned import VersionedCache
 from knowledge.text import language_detect
 from routing.classifier import TrainedClassifier, classifier_get, message_embedding
-from routing.models import Intent, Rule, SlotPattern
+from routing.models import Intent, OutOfScopePoint, Rule, SlotPattern
 from routing.order_ids import order_id_normalize
 from routing.roleplay import roleplay_match
 from routing.text import text_normalise, text_tokens
@@ -135,6 +135,9 @@ class RouterSnapshot:
     slot_patterns: tuple[CompiledSlotPattern, ...]
     intent_tiers: dict[str, str]  # enabled intents only
     classifier: TrainedClassifier | None
+    # The out-of-scope point a support admin chose on the trade-off curve (the latest
+    # OutOfScopePoint); None: the TIERDESK_ROUTER_CLARIFY_THRESHOLD setting.
+    clarify_threshold: float | None = None
 
 
 def _rules_compile(enabled_intents: dict[str, str]) -> tuple[CompiledRule, ...]:
@@ -199,6 +202,7 @@ class _RuleData:
     rules: tuple[CompiledRule, ...]
     slot_patterns: tuple[CompiledSlotPattern, ...]
     intent_tiers: dict[str, str]
+    clarify_threshold: float | None = None
 
 
 def _rule_data_build(previous: _RuleData | None, version: Hashable) -> _RuleData:
@@ -207,6 +211,7 @@ def _rule_data_build(previous: _RuleData | None, version: Hashable) -> _RuleData
         rules=_rules_compile(tiers),
         slot_patterns=_slot_patterns_compile(tiers),
         intent_tiers=tiers,
+        clarify_threshold=OutOfScopePoint.objects.values_list("threshold", flat=True).first(),
     )
 
 
@@ -224,6 +229,7 @@ def router_snapshot_get() -> RouterSnapshot:
         slot_patterns=data.slot_patterns,
         intent_tiers=data.intent_tiers,
         classifier=classifier_get(),
+        clarify_threshold=data.clarify_threshold,
     )
 
 
@@ -244,7 +250,8 @@ def route_decide(
 ) -> RouteDecision:
     """The decision for one message against a given snapshot (no database access).
 
-    ``clarify_threshold`` overrides the setting (a release's router threshold);
+    ``clarify_threshold`` (a release's router threshold) overrides the point the
+    support admin chose on the out-of-scope curve, which overrides the setting;
     ``embedding``: the message's sentence embedding when the caller has it already
     (an evaluation embeds its messages in batches), else computed when needed."""
     normalised = text_normalise(text)
@@ -309,10 +316,14 @@ def route_decide(
             CLARIFY, OUT_OF_SCOPE, 0.0, {"kind": "clarify", "why": "no_intents", "top": []}
         )
     intent, prob = scores[0]
-    threshold = (
-        settings.TIERDESK_ROUTER_CLARIFY_THRESHOLD
-        if clarify_threshold is None
-        else clarify_threshold
+    threshold = next(
+        t
+        for t in (
+            clarify_threshold,
+            snapshot.clarify_threshold,
+            settings.TIERDESK_ROUTER_CLARIFY_THRESHOLD,
+        )
+        if t is not None
     )
     tier = snapshot.intent_tiers[intent]
     if prob < threshold:

@@ -149,10 +149,16 @@ def retrain_status() -> dict[str, Any]:
 
         calibration = classifier_deserialize(bytes(model.blob)).calibration
         if calibration is not None:
-            threshold = settings.TIERDESK_ROUTER_CLARIFY_THRESHOLD
+            from routing.models import OutOfScopePoint
+
+            chosen = OutOfScopePoint.objects.first()
+            threshold = (
+                settings.TIERDESK_ROUTER_CLARIFY_THRESHOLD if chosen is None else chosen.threshold
+            )
             calibration = {
                 **calibration,
                 "configured_threshold": threshold,
+                "chosen": chosen,
                 # The curve's point nearest the configured threshold (the grid's step
                 # is 0.05), marked in the table.
                 "configured_point": min(

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Router evaluation, against a throw-away SQLite database (no server needed):
-# 1. the labelled held-out set (routing/eval/heldout.tsv) on the shipped default router
-#    data (intents, rules, examples); pass --json PATH to keep that report;
+# 1. the labelled held-out set (routing/eval/heldout.tsv) and the handoff sets on the
+#    shipped default router data (intents, rules, examples), merged into
+#    bench/results/router.json ("heldout_eval" and the flat "figures"); pass --json PATH
+#    to keep the whole report;
 # 2. the development benchmark BANKING77 (third_party/banking77) through the product's
 #    import and retrain path, beside three baselines, merged into
 #    bench/results/router.json ("banking77" and the flat "figures").
@@ -15,5 +17,5 @@ export TIERDESK_VAR_DIR="$tmp" DATABASE_URL= REDIS_URL= CELERY_BROKER_URL=memory
 export TIERDESK_ENV=test TIERDESK_WARMUP_ON_START=false
 export TIERDESK_ROUTER_EMBEDDINGS="${TIERDESK_ROUTER_EMBEDDINGS:-true}"
 .venv/bin/python manage.py migrate --noinput -v 0
-.venv/bin/python manage.py router_eval --seed "$@"
+.venv/bin/python manage.py router_eval --seed --figures bench/results/router.json "$@"
 exec .venv/bin/python manage.py router_banking77 --out bench/results/router.json

@@ -34,6 +34,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--split", choices=["heldout", "train"], default="heldout")
         parser.add_argument("--json", type=Path, help="also write the full report here")
+        parser.add_argument(
+            "--figures",
+            type=Path,
+            help="merge the held-out and handoff figures into this report (router.json)",
+        )
         parser.add_argument("--errors", type=int, default=25, help="misrouted examples to print")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -91,6 +96,8 @@ class Command(BaseCommand):
                         f"  [{error['language']}] {error['text']!r}: expected "
                         f"{error['expected']}, got {error['got']} ({error['reason']})\n"
                     )
+        if options["figures"] and options["split"] == "heldout":
+            _figures_merge(options["figures"], result)
         if options["json"]:
             options["json"].parent.mkdir(parents=True, exist_ok=True)
             options["json"].write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
@@ -104,3 +111,41 @@ def _handoff_line(name: str, handoff: dict[str, Any]) -> str:
         f"recall_en={handoff['recall_en']} recall_zh={handoff['recall_zh']} "
         f"false_handoffs={handoff['false_handoff_rate']}\ntargets: {verdicts}\n"
     )
+
+
+def _figures_merge(path: Path, result: dict[str, Any]) -> None:
+    """The held-out set's and the handoff sets' figures into router.json (flat
+    ``figures``, and the per-language/handoff details under ``heldout_eval``)."""
+    report = json.loads(path.read_text()) if path.exists() else {}
+    by_language = result["by_language"]
+    figures = report.setdefault("figures", {})
+    figures.update(
+        {
+            "heldout_messages_en": by_language["en"]["messages"],
+            "heldout_messages_zh": by_language["zh"]["messages"],
+            "heldout_tier_accuracy_en": by_language["en"]["tier_accuracy"],
+            "heldout_tier_accuracy_zh": by_language["zh"]["tier_accuracy"],
+            "heldout_intent_accuracy_en": by_language["en"]["accuracy"],
+            "heldout_intent_accuracy_zh": by_language["zh"]["accuracy"],
+            "heldout_oos_recall": result["overall"]["out_of_scope_recall"],
+            "heldout_l1_l2_sent_to_l3": result["overall"]["l1_l2_sent_to_l3"],
+            "heldout_complex_sent_to_l1": result["overall"]["complex_sent_to_l1"],
+        }
+    )
+    for key in ("handoff", "handoff_dev"):
+        handoff = result[key]
+        for name in ("accuracy", "recall_en", "recall_zh", "false_handoff_rate"):
+            figures[f"{key}_{name}"] = handoff[name]
+    report["heldout_eval"] = {
+        "split": result["split"],
+        "training": result["training"],
+        "overall": result["overall"],
+        "by_language": by_language,
+        "per_class": result["per_class"],
+        "tier_confusion": result["tier_confusion"],
+        "verdicts": result["verdicts"],
+        "errors": result["errors"],
+        "handoff": result["handoff"],
+        "handoff_dev": {k: v for k, v in result["handoff_dev"].items() if k != "errors"},
+    }
+    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
