@@ -6,7 +6,7 @@ stream in the inference pool under its guards) -> reply stored with its metadata
 ``done``. The answerers are in ``chatbot.answerers``; this is the driver, the same for
 every tier.
 
-Admission control (``inference.admission``, docs/resilience.md "Admission"): before a
+Admission control (``inference.admission``, docs/protocol.md "Degraded replies"): before a
 tier's model is asked, the turn is admitted only if its first chunk is predicted within
 the tier's budget, and an admitted turn without a first chunk by the budget is cut off.
 Either way the turn degrades instead of waiting or failing (``degraded_text``): L1 sends
@@ -33,6 +33,7 @@ from django.db import DatabaseError
 from inference import cache
 from inference.admission import DEADLINE, PREDICTED, Ticket, admission
 from inference.base import Usage
+from inference.capacity import SlotStatus, capacity
 from inference.registry import resolve_role
 from routing import types as rt
 
@@ -122,7 +123,12 @@ async def admitted_stream(plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnE
             yield event
         return
     gate = admission()
-    ticket = gate.admit(tier=plan.tier, role=plan.role, received_at=reply.received_at)
+    ticket = gate.admit(
+        tier=plan.tier,
+        role=plan.role,
+        received_at=reply.received_at,
+        server=await _server_slots(plan.role),
+    )
     fallback_role = settings.TIERDESK_L3_FALLBACK_ROLE
     if (
         not ticket.admitted
@@ -131,7 +137,11 @@ async def admitted_stream(plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnE
     ):
         # L3's model is busy: the fallback model's queue, if it can start in time.
         second = gate.admit(
-            tier=plan.tier, role=fallback_role, received_at=reply.received_at, count=False
+            tier=plan.tier,
+            role=fallback_role,
+            received_at=reply.received_at,
+            count=False,
+            server=await _server_slots(fallback_role),
         )
         if second.admitted:
             plan.role, ticket = fallback_role, second
@@ -163,6 +173,16 @@ async def admitted_stream(plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnE
     finally:
         await events.aclose()
     _service_time_record(ticket, reply)
+
+
+async def _server_slots(role: str) -> SlotStatus | None:
+    """The model server's slots for ``role`` when our own model server serves it (every
+    web process shares them; probed at most every 0.1 s); None otherwise."""
+    real = resolve_role(role)
+    declared = settings.INFERENCE_BACKENDS.get(real, {}).get("CONFIG", {})
+    if not declared.get("model_server"):
+        return None
+    return (await capacity(real)).slots
 
 
 def _service_time_record(ticket: Ticket, reply: Reply) -> None:

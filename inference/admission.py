@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from .capacity import SlotStatus
 from .queue import Ewma, gate_for
 from .registry import resolve_role
 
@@ -90,8 +91,11 @@ class Admission:
         received_at: float,
         now: float | None = None,
         count: bool = True,
+        server: SlotStatus | None = None,
     ) -> Ticket:
-        """``count`` False: a second try for the same turn (L3 on the fallback's queue)."""
+        """``count`` False: a second try for the same turn (L3 on the fallback's queue).
+        ``server``: the model server's own slots (``inference.capacity``), which every
+        web process shares: its busy and deferred requests count as ahead of this turn."""
         now = time.perf_counter() if now is None else now
         role = resolve_role(role)  # an alias shares its target's queue
         budget = budget_ms(tier)
@@ -102,6 +106,9 @@ class Admission:
         gate = gate_for(role)
         slots = gate.capacity
         in_flight = gate.active + gate.waiting
+        if server is not None and server.reachable and server.total > 0:
+            slots = server.total
+            in_flight = max(gate.active, server.busy + server.deferred) + gate.waiting
         deadline = received_at + budget / 1000
         elapsed_ms = (now - received_at) * 1000
         first = self.first_ewma(tier).value

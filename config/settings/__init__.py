@@ -633,7 +633,7 @@ TIERDESK_RATE_WINDOW_MAX_PER_S = env_float("TIERDESK_RATE_WINDOW_MAX_PER_S", 200
 TIERDESK_RATE_PER_SESSION = env_str("TIERDESK_RATE_PER_SESSION", "20/minute")
 TIERDESK_RATE_PER_IP = env_str("TIERDESK_RATE_PER_IP", "120/minute")
 TIERDESK_VIP_WEIGHT = env_float("TIERDESK_VIP_WEIGHT", 3.0)
-# Admission control (inference.admission, docs/resilience.md "Admission"): each tier's
+# Admission control (inference.admission, docs/protocol.md "Degraded replies"): each tier's
 # first-chunk budget in ms from the shopper's message (0: none); a turn whose model can't
 # start within it sends the tier's text that needs no model instead, and says so in
 # `done.degraded`. With a free slot, one turn per probe interval still tries a tier whose

@@ -177,3 +177,25 @@ async def test_a_waiter_cut_off_at_the_deadline_leaves_the_queue() -> None:
     assert gate.waiting == 0
     gate.release()
     assert gate.active == 0
+
+
+async def test_the_model_servers_own_queue_counts_for_every_web_process() -> None:
+    """Another web process's requests are invisible to this one's gate; the model
+    server's slots (``inference.capacity``: busy, and deferred inside llama.cpp) are not.
+    A SlotStatus as the server reports it."""
+    import time
+
+    from inference.capacity import SlotStatus
+
+    gate = gate_for("fast")
+    gate.hold.add(0.5)
+    now = time.perf_counter()
+    idle = SlotStatus("fast", "http://x", True, 2, 0, 0, time.monotonic())
+    busy = SlotStatus("fast", "http://x", True, 2, 2, 3, time.monotonic())
+    assert admission().admit(tier="L1", role="fast", received_at=now, now=now, server=idle).admitted
+    ticket = admission().admit(tier="L1", role="fast", received_at=now, now=now, server=busy)
+    # 2 busy + 3 deferred + this one on 2 slots: 4 ahead of it, 2 per half second.
+    assert not ticket.admitted and ticket.slots == 2 and ticket.queue == 5
+    assert ticket.predicted_ms == pytest.approx(1000.0)
+    down = SlotStatus("fast", "http://x", False, 0, 0, 0, time.monotonic(), "refused")
+    assert admission().admit(tier="L1", role="fast", received_at=now, now=now, server=down).admitted
