@@ -221,6 +221,10 @@ def bench_env(*, warmup: bool) -> dict[str, str]:
         # The scripted shoppers send no bot-check fingerprint; the check's own cost is
         # measured by bench/bot.py.
         TIERDESK_BOTCHECK="off",
+        # What is compared with bare llama.cpp is the path to and from the model: no
+        # turn may be degraded to its template for being over budget (make load
+        # measures admission control).
+        TIERDESK_ADMISSION="false",
         DJANGO_DEBUG="false",
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",
@@ -965,6 +969,8 @@ def _done_fill(
     sample.extra["status"] = str(frame.get("status") or "")
     if frame.get("error"):
         sample.extra["done_error"] = str(frame["error"])
+    if frame.get("degraded"):
+        sample.extra["degraded"] = True
     fallback = frame.get("fallback")
     sample.fallback = str(fallback.get("reason", "")) if isinstance(fallback, dict) else ""
 
@@ -1041,6 +1047,7 @@ def ours_summary(scenario: Scenario, samples: list[Sample], wall_s: float) -> di
         "guard_pass_share": round(passed / len(guarded), 4) if guarded else None,
         "guard": dict(Counter(s.guard or "-" for s in ok)),
         "replaced": sum(1 for s in ok if s.replaced),
+        "degraded": sum(1 for s in ok if s.extra.get("degraded")),
         "tiers": dict(Counter(s.tier for s in ok)),
         "intents": dict(Counter(s.intent for s in ok)),
         "models": dict(Counter(s.model or "(template)" for s in ok)),
@@ -1505,7 +1512,7 @@ def summary_print(report: dict[str, Any], single: str, multi: str) -> None:
         f"  machine: {machine['nproc']} cores {machine['cpu_model']}, load "
         f"{machine['loadavg_start'][0]:.2f} -> {machine['loadavg_end'][0]:.2f}"
     )
-    header = "  {:<12} {:>9} {:>9} {:>9} {:>10} {:>8} {:>6}"
+    header = "  {!s:<12} {!s:>9} {!s:>9} {!s:>9} {!s:>10} {!s:>8} {!s:>6}"
     print(header.format("", "1st p50", "1st p95", "tok/s p50", "guard ok", "errors", ""))
     for key in (single, multi):
         ours, bare, rat = report[key], report["bare"][key], report["ratios"][key]

@@ -64,6 +64,7 @@ def serve(
     roles: list[str],
     *,
     base_port: int | None = None,
+    host: str = "127.0.0.1",
     status_file: Path | None = None,
     warmup: int = 3,
     lifetime_s: float = 0,
@@ -80,6 +81,7 @@ def serve(
             raise ValueError(f"role {role!r} has no local model (known: {local_roles()})")
         config = dict(settings.LOCAL_MODELS[role]["CONFIG"])
         config["port"] = role_port(role, base_port)
+        config["host"] = host
         backend = LlamaCppBackend(role, config)
         started = time.perf_counter()
         backend.load()

@@ -58,6 +58,8 @@ def server_params(config: dict[str, Any], path: Path, *, port: int = 0) -> Any:
     # /metrics for the capacity client (inference.capacity); /slots is on by default.
     params.endpoint_metrics = True
     params.port = int(port)
+    # The listener's address: 127.0.0.1 unless CONFIG says (a container network).
+    params.hostnames = [str(config.get("host") or "127.0.0.1")]
     speculative = str(config.get("speculative") or "")
     if speculative:
         speculative_configure(params, speculative)

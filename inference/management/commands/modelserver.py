@@ -31,6 +31,11 @@ class Command(BaseCommand):
             help="base port; role ports are base + 0/1/2 (default TIERDESK_MODEL_SERVER_PORT)",
         )
         parser.add_argument(
+            "--host",
+            default="127.0.0.1",
+            help="address to listen on (127.0.0.1; a container network needs 0.0.0.0)",
+        )
+        parser.add_argument(
             "--supervise",
             action="store_true",
             help="run the server as a child process and restart it whenever it dies",
@@ -48,7 +53,7 @@ class Command(BaseCommand):
             raise CommandError(f"no local model for {unknown}; local roles: {local_roles()}")
         if options["supervise"]:
             argv = [sys.executable, sys.argv[0], "modelserver", "--roles", ",".join(roles)]
-            argv += ["--warmup", str(options["warmup"])]
+            argv += ["--warmup", str(options["warmup"]), "--host", options["host"]]
             for name in ("port", "status_file"):
                 if options[name]:
                     argv += [f"--{name.replace('_', '-')}", str(options[name])]
@@ -56,6 +61,7 @@ class Command(BaseCommand):
         serve(
             roles,
             base_port=options["port"],
+            host=options["host"],
             status_file=Path(options["status_file"]) if options["status_file"] else None,
             warmup=options["warmup"],
             lifetime_s=options["lifetime"],
