@@ -10,7 +10,8 @@
 // middle of a reply: prints KILL-NOW once a chunk is on screen, for the test to kill -9
 // Daphne and start it again on the same port, then waits for the widget to come back),
 // outbox (a message typed while the server is down survives a reload and is sent once),
-// identity (an email alone can't cancel; the emailed one-time code can).
+// identity (an email alone can't cancel; the emailed one-time code can), returns (a
+// return of a delivered item, confirmed with "yes").
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -518,7 +519,43 @@ async function identity() {
   return result;
 }
 
-const scenarios = { desktop, phone, keyboard, killed, outbox, identity };
+// returns (issue #17): the signed-in shopper returns an item of a delivered order: the
+// bot lists the items, the shopper picks one, the bot states the policy and asks for a
+// "yes", and only then requests the return. The screenshot shows the whole exchange.
+async function returns() {
+  const result = { scenario: "returns", replies: [] };
+  const { context, close } = await launch({ width: 1280, height: 1000 });
+  try {
+    const page = context.pages()[0] || (await context.newPage());
+    watchPage(page, result);
+    await page.goto(opts.base + "/", { waitUntil: "domcontentloaded" });
+    await openWidget(page);
+    await page.waitForSelector(`${HOST}[data-identified]`, { timeout: 15000 }).catch(() => {});
+    let bots = 0;
+    for (const text of [`I'd like to return an item from order ${opts.order}`, "1", "yes"]) {
+      await ask(page, text);
+      const reply = await waitReply(page, bots);
+      bots += 1;
+      result.replies.push({ said: text, text: reply.text, tier: reply.tier, errors: reply.errors });
+    }
+    if (opts.screenshot) {
+      // The confirmation with the policy at the top of the log, the "yes" and the
+      // result below it.
+      await shadow(page, `[...root.querySelectorAll(".msg.bot:not(.greeting)")][1]
+        .scrollIntoView({ block: "start" });`);
+      await page.waitForTimeout(300);
+      fs.mkdirSync(path.dirname(path.resolve(opts.screenshot)), { recursive: true });
+      await page.screenshot({ path: opts.screenshot });
+      result.screenshot = path.resolve(opts.screenshot);
+    }
+    result.ok = true;
+  } finally {
+    await close();
+  }
+  return result;
+}
+
+const scenarios = { desktop, phone, keyboard, killed, outbox, identity, returns };
 const run = scenarios[opts.scenario];
 if (!run) throw new Error(`unknown scenario ${opts.scenario}`);
 try {
