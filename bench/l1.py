@@ -56,6 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "l1.json"
 DAPHNE_LOG = ROOT / "var" / "log" / "bench-daphne.log"
 MODELSERVER_LOG = ROOT / "var" / "log" / "bench-modelserver.log"
+# Ready when this exists (bench/load.py points it elsewhere: both may run at once).
 MODELSERVER_STATUS = ROOT / "var" / "run" / "bench-modelserver.json"
 # The model server's base port (fast +0, fallback +1), in the bench's own range.
 MODELSERVER_PORT = 18240
@@ -334,11 +335,15 @@ class ModelServerProc:
         self.port = port
         self.proc: subprocess.Popen[bytes] | None = None
         self.ready_s = 0.0
+        self.status = MODELSERVER_STATUS
+        # Per port: two benches (l1, load) may each run a model server at once.
+        self.log = MODELSERVER_LOG.with_name(f"bench-modelserver-{port}.log")
 
     def start(self) -> None:
-        MODELSERVER_LOG.parent.mkdir(parents=True, exist_ok=True)
-        MODELSERVER_STATUS.unlink(missing_ok=True)
-        with MODELSERVER_LOG.open("wb") as logfile:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.status.parent.mkdir(parents=True, exist_ok=True)
+        self.status.unlink(missing_ok=True)
+        with self.log.open("wb") as logfile:
             self.proc = subprocess.Popen(
                 [
                     str(ROOT / ".venv" / "bin" / "python"),
@@ -349,7 +354,7 @@ class ModelServerProc:
                     "--port",
                     str(self.port),
                     "--status-file",
-                    str(MODELSERVER_STATUS),
+                    str(self.status),
                 ],
                 cwd=ROOT,
                 env=bench_env(warmup=False),
@@ -365,9 +370,9 @@ class ModelServerProc:
             if self.proc.poll() is not None:
                 raise RuntimeError(
                     f"model server exited ({self.proc.returncode}):\n"
-                    + MODELSERVER_LOG.read_text(errors="replace")[-3000:]
+                    + self.log.read_text(errors="replace")[-3000:]
                 )
-            if MODELSERVER_STATUS.exists():
+            if self.status.exists():
                 self.ready_s = time.perf_counter() - started
                 return
             time.sleep(0.5)
@@ -643,14 +648,16 @@ def router_bench(*, seed: int, count: int, warmup: int) -> dict[str, Any]:
 class BareEngine:
     """xllamacpp.Server configured like inference.backends.llamacpp, used directly."""
 
-    def __init__(self) -> None:
+    def __init__(self, speculative: str | None = None) -> None:
         import xllamacpp as xlc
         from django.conf import settings
 
         from inference.backends.llamacpp import server_params
         from inference.catalog import resolve_model_file
 
-        config = settings.LOCAL_MODELS["fast"]["CONFIG"]
+        config = dict(settings.LOCAL_MODELS["fast"]["CONFIG"])
+        if speculative is not None:  # the A/B of speculative decoding (speculative_ab)
+            config["speculative"] = speculative
         path, _sha = resolve_model_file(
             model=str(config.get("model", "")),
             path=str(config.get("path", "")),
@@ -687,13 +694,20 @@ class BareEngine:
         }
         if msg.stop:
             payload["stop"] = list(msg.stop)
-        state: dict[str, Any] = {"first": None, "last": None, "usage": None, "timings": None}
+        state: dict[str, Any] = {
+            "first": None,
+            "last": None,
+            "usage": None,
+            "timings": None,
+            "text": [],
+        }
         started = time.perf_counter()
 
         def on_chunk(data: Any) -> bool:
             now = time.perf_counter()
             choices = data.get("choices") or []
             text = str(choices[0].get("text") or "") if choices else ""
+            state["text"].append(text)
             # Visible text, as the server's first chunk must carry (it strips spaces).
             if state["first"] is None and text.strip():
                 state["first"] = now
@@ -723,6 +737,7 @@ class BareEngine:
         if timings.get("predicted_per_second"):
             sample.engine_decode_tok_s = float(timings["predicted_per_second"])
         sample.model = self.model_file
+        sample.extra["text"] = "".join(state["text"])
         return sample
 
     def run_round(self, pool: ThreadPoolExecutor, slices: list[list[Step]]) -> list[Sample]:
@@ -747,6 +762,54 @@ class BareEngine:
         for future in futures:
             samples += future.result(timeout=max(1.0, deadline - time.perf_counter()))
         return samples
+
+
+def speculative_ab(
+    scenario: Scenario, plain: BareEngine, kind: str, rounds: int = 2
+) -> dict[str, Any]:
+    """Speculative decoding, measured on the engine itself: the same L1 prompts through
+    bare llama.cpp without and with n-gram (prompt-lookup) drafting, one request at a
+    time, alternating request by request so both see the same machine noise. L1
+    replies copy ids, dates and carriers from the prompt, where drafting might pay.
+    """
+    drafted = BareEngine(speculative=kind)
+    drafted.warm_up()
+    steps = [st for lane in scenario.steps() for st in lane if st.msg.prompt is not None]
+    sides: dict[str, list[Sample]] = {"off": [], "on": []}
+    for _ in range(rounds):
+        for step in steps:
+            for name, engine in (("off", plain), ("on", drafted)):
+                sides[name].append(engine.complete(step.msg, step.sample()))
+    del drafted
+
+    def summary(samples: list[Sample]) -> dict[str, Any]:
+        ok = [x for x in samples if not x.error]
+        rates = [r for x in ok if (r := tok_s(x)) is not None]
+        totals = [x.total_ms for x in ok if x.total_ms is not None]
+        firsts = [x.first_ms for x in ok if x.first_ms is not None]
+        return {
+            "requests": len(samples),
+            "errors": len(samples) - len(ok),
+            "decode_tok_s_p50": pct(rates, 50),
+            "first_token_ms_p50": pct(firsts, 50),
+            "total_ms_p50": pct(totals, 50),
+            "completion_tokens_mean": mean([float(x.completion) for x in ok]),
+        }
+
+    off, on = summary(sides["off"]), summary(sides["on"])
+    same = sum(
+        1
+        for a, b in zip(sides["off"], sides["on"], strict=True)
+        if a.extra.get("text") is not None and a.extra.get("text") == b.extra.get("text")
+    )
+    return {
+        "kind": kind,
+        "off": off,
+        "on": on,
+        "decode_tok_s_ratio": ratio(on["decode_tok_s_p50"], off["decode_tok_s_p50"]),
+        "total_ms_ratio": ratio(on["total_ms_p50"], off["total_ms_p50"]),
+        "same_text_share": round(same / len(sides["off"]), 3) if sides["off"] else None,
+    }
 
 
 # --- WebSocket shoppers -------------------------------------------------------------------
@@ -1184,6 +1247,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--model-server-port", type=int, default=MODELSERVER_PORT)
     parser.add_argument(
+        "--speculative-ab",
+        default="ngram-simple",
+        help="also measure this kind of speculative decoding against none on the bare "
+        "engine ('' skips it)",
+    )
+    parser.add_argument(
         "--speculative",
         default=None,
         help="n-gram speculative decoding for the fast model, on both sides "
@@ -1242,6 +1311,15 @@ def main(argv: list[str] | None = None) -> int:
     bare_engine = BareEngine()
     bare_engine.warm_up()
 
+    speculative: dict[str, Any] = {}
+    if args.speculative_ab and not bare_engine.speculative:
+        log(f"speculative decoding ({args.speculative_ab}) against none, bare engine...")
+        speculative.update(speculative_ab(scenarios[0], bare_engine, args.speculative_ab))
+        log(
+            f"speculative: decode tok/s ratio {speculative['decode_tok_s_ratio']}, "
+            f"total time ratio {speculative['total_ms_ratio']}"
+        )
+
     server = DaphneServer(free_port())
     results: dict[str, Any] = {}
     bare_results: dict[str, Any] = {}
@@ -1269,6 +1347,7 @@ def main(argv: list[str] | None = None) -> int:
             phases=phases,
             prefix_warmup=warm is not None,
             model_server=model_server,
+            speculative=speculative,
         )
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
@@ -1374,6 +1453,7 @@ def _report_build(
     phases: list[dict[str, Any]],
     prefix_warmup: bool,
     model_server: ModelServerProc | None = None,
+    speculative: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     from django.conf import settings
 
@@ -1451,6 +1531,9 @@ def _report_build(
     last = phases[-1] if phases else {}
     figures["rss_mb_daphne"] = (last.get("rss_mb") or {}).get("daphne")
     figures["rss_mb_modelserver"] = (last.get("rss_mb") or {}).get("modelserver")
+    if speculative:
+        figures["speculative_decode_tok_s_ratio"] = speculative.get("decode_tok_s_ratio")
+        figures["speculative_total_ms_ratio"] = speculative.get("total_ms_ratio")
     machine["loadavg_end"] = list(os.getloadavg())
     fast = settings.INFERENCE_BACKENDS["fast"]["CONFIG"]
     return {
@@ -1498,6 +1581,8 @@ def _report_build(
         "dialogue_plan": plan_times,
         # message_store + turn_plan in-process: everything before the model starts.
         "server_pre_model": pre_model,
+        # Speculative decoding on the bare engine, without against with (speculative_ab).
+        "speculative_ab": speculative or None,
         "targets": TARGETS,
         "verdicts": verdicts,
         "figures": figures,
