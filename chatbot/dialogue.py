@@ -36,6 +36,7 @@ from routing.templates import template_render
 from .answerers import answerer_for
 from .answerers.base import AnswerPlan, TurnContext, say, template_text
 from .answerers.l1 import (
+    OFFER_RETURN,
     OFFER_STATUS,
     action_perform,
     address_confirm,
@@ -203,6 +204,13 @@ class Dialogue:
                 "order_id": state["last_order_id"],
                 "at": time.time(),
             }
+        if OFFER_RETURN in plan.actions and state.get("last_order_id"):
+            # A refused cancel of a delivered order offered a return instead.
+            state["pending_offer"] = {
+                "kind": "return",
+                "order_id": state["last_order_id"],
+                "at": time.time(),
+            }
         if "offer:human" in plan.actions:
             # The bot offered a person (L2 found nothing, a late order, a refusal):
             # a "yes" next turn queues.
@@ -281,6 +289,9 @@ class Dialogue:
         if fresh and offer.get("kind") == "status" and is_yes(ctx.text):
             # The bot refused a change and offered the order's status: the shopper accepted.
             return order_intent(ctx, rt.ORDER_STATUS, {"order_id": str(offer["order_id"])})
+        if fresh and offer.get("kind") == "return" and is_yes(ctx.text):
+            # The bot refused to cancel a delivered order and offered a return: accepted.
+            return order_intent(ctx, rt.RETURN_ITEM, {"order_id": str(offer["order_id"])})
         if fresh and is_no(ctx.text):
             return say(ctx, "dialogue", "offer_declined", label=rt.GREETING)
         if fresh and is_yes(ctx.text):

@@ -277,13 +277,19 @@ def order_intent(ctx: TurnContext, intent: str, slots: dict[str, str]) -> Answer
 # accepts it (chatbot/dialogue.py).
 OFFER_HUMAN = "offer:human"
 OFFER_STATUS = "offer:status"
+OFFER_RETURN = "offer:return"
 
 
 def refuse(ctx: TurnContext, intent: str, order: OrderFacts, facts: dict[str, str]) -> AnswerPlan:
     """Cancel or change of address refused by the order's status, with what the shopper
-    can do instead offered in the same reply: where a shipped order is now, a person
-    for a delivered one (a return), nothing for a cancelled one."""
-    offer = {"processed": OFFER_STATUS, "delivered": OFFER_HUMAN}.get(order.status)
+    can do instead offered in the same reply: where a shipped order is now, a return of
+    a delivered one (a person for its address), nothing for a cancelled one."""
+    offers = {"processed": OFFER_STATUS, "delivered": OFFER_HUMAN}
+    if intent == rt.CANCEL_ORDER:
+        # A delivered order can't be cancelled, but its items can be returned: a "yes"
+        # starts the return (the dialogue remembers the offer).
+        offers["delivered"] = OFFER_RETURN
+    offer = offers.get(order.status)
     key = f"not_allowed_{order.status}" if offer else "not_allowed"
     plan = say(ctx, intent, key, facts, personal=True)
     if offer:
@@ -432,7 +438,8 @@ RETURN_INTENTS = (rt.RETURN_ITEM, rt.EXCHANGE_ITEM)
 RETURNABLE = "delivered"
 _MAX_VARIANTS_LISTED = 10
 _ALL_ITEMS = re.compile(
-    r"\b(?:all|both|everything|every item|the whole order|all of them)\b|全部|都|所有|整单",
+    r"\b(?:all|both|everything|every item|the whole order|all of them)\b"
+    r"|全部|所有|整单|都退|都换|都要|两件都|两个都",
     re.IGNORECASE,
 )
 _NUMBER_WORDS = {
@@ -492,13 +499,9 @@ def return_start(ctx: TurnContext, intent: str, order_id: str) -> AnswerPlan:
             order_id = delivered[0].order_id
         else:
             state.update(awaiting="order", pending_intent=intent)
-            listing = _numbered(
-                [
-                    f"{o.order_id} ({', '.join(i.name for i in o.items)}; "
-                    f"{fmt_date(o.estimated_delivery, _lang(ctx))})"
-                    for o in delivered[:10]
-                ],
-                ctx.language,
+            # By order id, as the order question's answer is read (dialogue: "order").
+            listing = ("；" if ctx.language == "zh" else "; ").join(
+                f"{o.order_id} ({', '.join(i.name for i in o.items)})" for o in delivered[:10]
             )
             return say(ctx, intent, "ask_order", {"orders": listing}, personal=True)
     order = service.order_get(customer_id=ctx.customer_id, order_id=order_id)
@@ -633,19 +636,22 @@ def _changed_options(item: OrderItem, variant: OrderItem) -> dict[str, str]:
 
 
 def variant_in_text(text: str, variants: list[OrderItem]) -> OrderItem | None:
-    """The option the shopper picked: its number in the list, or the one whose option
-    values the message names most (only if that is a single best)."""
+    """The option the shopper picked: its number in the list ("2", "the second"), or
+    the one whose option values the message names most ("size 10, black"), if that is
+    a single best. A bare number is the list's; "size 10" is an option, not item 10."""
     numbers = [int(d) if d else _NUMBER_WORDS[w or z] for d, w, z in _NUMBER.findall(text.lower())]
-    if len(numbers) == 1 and 1 <= numbers[0] <= len(variants):
+    bare = re.fullmatch(r"\W*(?:no\.?\s*|number\s*|#)?\d{1,2}\W*|\W*第.\W*", text.lower())
+    if bare and len(numbers) == 1 and 1 <= numbers[0] <= len(variants):
         return variants[numbers[0] - 1]
-    lowered = f" {text.lower()} "
+    lowered = f" {re.sub(r'[,;.!?，。]', ' ', text.lower())} "
     scores = [
-        sum(1 for value in v.options.values() if f" {value.lower()} " in lowered.replace(",", " "))
-        for v in variants
+        sum(1 for value in v.options.values() if f" {value.lower()} " in lowered) for v in variants
     ]
     best = max(scores, default=0)
     if best and scores.count(best) == 1:
         return variants[scores.index(best)]
+    if len(numbers) == 1 and 1 <= numbers[0] <= len(variants):
+        return variants[numbers[0] - 1]
     return None
 
 

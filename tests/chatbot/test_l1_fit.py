@@ -280,7 +280,11 @@ def test_yes_after_a_refusal_that_offered_a_person_goes_to_the_handoff(seeded_sh
     pytest.importorskip("chatbot.handoff_dialogue")
     for yes, lang in (("ok", "en"), ("是", "zh")):
         state: dict[str, Any] = {}
-        refused = turn("cancel order #W4435622", customer=JAMES, state=state, lang=lang)
+        # An address change of a delivered order offers a person (a cancel offers a
+        # return instead: tests/chatbot/test_returns.py).
+        refused = turn(
+            "change the shipping address of order #W4435622", customer=JAMES, state=state, lang=lang
+        )
         assert "offer:human" in refused.actions and "pending_handoff" in state
         plan = turn(yes, customer=JAMES, state=state, lang=lang)
         # Read as accepting the person (queued, or told nobody is available now),

@@ -177,3 +177,14 @@ def test_only_the_verified_shoppers_orders(seeded_shop: None) -> None:
     state: dict[str, Any] = {}
     plan = turn(f"return order {BOOTS_AND_BOTTLE}", customer="", state=state)
     assert "verify your identity" in plan.text and state["pending_intent"] == "return_item"
+
+
+def test_a_refused_cancel_of_a_delivered_order_offers_the_return(seeded_shop: None) -> None:
+    for yes, lang in (("yes", "en"), ("是", "zh")):
+        state: dict[str, Any] = {}
+        refused = turn(f"cancel order {BOOTS_AND_BOTTLE}", state=state, lang=lang)
+        assert "offer:return" in refused.actions and state["pending_offer"]["kind"] == "return"
+        plan = turn(yes, state=state, lang=lang)
+        assert plan.intent == "return_item" and state["awaiting"] == "return_items", lang
+        assert "Hiking Boots" in plan.text and "Water Bottle" in plan.text
+    assert not ReturnRequest.objects.exists()
