@@ -84,6 +84,9 @@ def warmup_run(
             done.add(real)
             state.stage = f"loading the {real} model"
             backend = get_backend(real)
+            if getattr(backend, "model_server", False):
+                state.stage = f"waiting for the model server ({real})"
+                model_server_wait(backend)
             backend.load()
             chat = bool(getattr(backend, "chat", False))
             for i in range(count):
@@ -110,6 +113,29 @@ def warmup_run(
     state.ready.set()
     logger.info("warm-up done: %s", state.as_dict())
     return state
+
+
+MODEL_SERVER_WAIT_S = 600.0
+
+
+def model_server_wait(backend: object, timeout_s: float = MODEL_SERVER_WAIT_S) -> None:
+    """Until the role's model server answers /health (it may still be loading: under
+    systemd or compose the web process can start first). Raises after ``timeout_s``."""
+    import httpx
+
+    root = str(getattr(backend, "api_base", "")).removesuffix("/v1")
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            response = httpx.get(root + "/health", timeout=2.0, trust_env=False)
+            if response.status_code == 200:
+                return
+            last = f"HTTP {response.status_code}"
+        except httpx.HTTPError as exc:
+            last = f"{type(exc).__name__}: {exc}"
+        time.sleep(0.5)
+    raise RuntimeError(f"model server {root} not answering after {timeout_s:.0f}s ({last})")
 
 
 def warmup_start_background(*, preload: Sequence[Callable[[], object]] = ()) -> None:

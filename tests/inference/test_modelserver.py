@@ -34,8 +34,6 @@ from inference.capacity import probe_sync
 from tests.browser.live import REPO, _manage, _server_database, _tail, server_env
 from tests.faults import Daphne, until
 
-pytestmark = pytest.mark.models
-
 ORDER = "#W2611340"  # james_li_5688's order in the demo shop (seed_demo)
 QUESTION = f"where is my order {ORDER}?"
 PROMPT = GenerationRequest(prompt="Shopper: where is my parcel?\nAgent:", max_tokens=48)
@@ -128,6 +126,7 @@ def _kill_when_busy(server: SupervisedModelServer, stop: threading.Event) -> dic
     return seen
 
 
+@pytest.mark.models
 def test_slots_then_kill_9_mid_stream_fails_fast_and_the_server_comes_back(
     model_server: SupervisedModelServer,
 ) -> None:
@@ -205,6 +204,7 @@ def _ask(url: str, token: str, text: str) -> dict[str, Any]:
                 return {"text": "".join(parts), "frames": frames, "last": frame}
 
 
+@pytest.mark.models
 def test_kill_9_mid_reply_completes_degraded_and_the_server_comes_back(
     model_server: SupervisedModelServer, daphne: Daphne
 ) -> None:
@@ -240,3 +240,20 @@ def test_kill_9_mid_reply_completes_degraded_and_the_server_comes_back(
         return again["type"] == "done" and not again.get("fallback")
 
     assert until(phrased, 90), _tail(daphne.log)
+
+
+def test_warm_up_waits_for_a_model_server_that_is_not_up_yet_then_says_why() -> None:
+    """A web process started before its model server (systemd, compose) waits for it
+    during warm-up instead of failing at once; a bounded wait names the server."""
+    from inference.warmup import model_server_wait
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    backend = OpenAIBackend(
+        "fast", {"api_base": f"http://127.0.0.1:{port}", "model_server": True, "model": "x"}
+    )
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=f"127.0.0.1:{port} not answering"):
+        model_server_wait(backend, timeout_s=1.0)
+    assert 1.0 <= time.monotonic() - started < 6.0
