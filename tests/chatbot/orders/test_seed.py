@@ -12,6 +12,7 @@ from chatbot.orders.seed import (
     VIP_MIN_ORDERS,
     default_data_dir,
     order_derived_fields,
+    shop_redate,
     shop_seed,
 )
 
@@ -85,3 +86,19 @@ def test_derived_fields_are_deterministic_and_in_documented_ranges() -> None:
     assert pending["estimated_delivery"] is not None
     cancelled = order_derived_fields(order_id="#W1234567", status="cancelled", has_tracking=True)
     assert cancelled["estimated_delivery"] is None
+
+
+@pytest.mark.django_db
+def test_redate_moves_the_dates_to_a_new_today_and_nothing_else(shop: object) -> None:
+    before = {o.order_id: (o.status, o.items, o.placed_on) for o in models.Order.objects.all()}
+    later = date(2027, 3, 1)
+    assert shop_redate(today=later) == len(before)
+    for order in models.Order.objects.all():
+        status, items, placed_on = before[order.order_id]
+        assert (order.status, order.items) == (status, items)
+        has_tracking = any(f.get("tracking_id") for f in order.fulfillments)
+        fields = order_derived_fields(
+            order_id=order.order_id, status=status, has_tracking=has_tracking, today=later
+        )
+        assert order.placed_on == fields["placed_on"] != placed_on
+        assert order.estimated_delivery == fields["estimated_delivery"]
