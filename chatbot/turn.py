@@ -23,8 +23,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any, cast
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar, cast
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -55,13 +55,23 @@ from .models import Message
 
 __all__ = ["Chunk", "Done", "Failed", "Replace", "TurnEvent", "turn_stream"]
 
+
+def _in_thread(func: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+    """A turn's database and planning work in the thread pool, not on the one thread
+    Channels runs all "thread-sensitive" sync code of the process on: under load that
+    single thread queued every turn's planning and storing behind each other's (each
+    call still gets its own connection handling, ``close_old_connections``)."""
+    return cast(Callable[..., Awaitable[T]], database_sync_to_async(func, thread_sensitive=False))
+
+
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 async def turn_stream(
     *, conversation_id: int, message_id: int, received_at: float
 ) -> AsyncIterator[TurnEvent]:
-    plan, reply_id = await database_sync_to_async(services.turn_plan)(
+    plan, reply_id = await _in_thread(services.turn_plan)(
         conversation_id=conversation_id, message_id=message_id
     )
     reply = Reply(conversation_id=conversation_id, received_at=received_at)
@@ -217,7 +227,7 @@ async def _degrade(plan: AnswerPlan, reply: Reply, why: dict[str, Any]) -> Async
     if plan.tier == rt.L3 and OFFER_HUMAN not in plan.actions:
         plan.actions.append(OFFER_HUMAN)
         if reply.conversation_id:
-            await database_sync_to_async(_handoff_offer_remember)(reply.conversation_id)
+            await _in_thread(_handoff_offer_remember)(reply.conversation_id)
     async for event in replace_answer(text, reply):
         yield event
 
@@ -246,9 +256,7 @@ class _Checkpoint:
             return
         self.last = now
         try:
-            await database_sync_to_async(services.reply_checkpoint)(
-                reply_id=self.reply_id, text=text
-            )
+            await _in_thread(services.reply_checkpoint)(reply_id=self.reply_id, text=text)
             self.stored = text
         except DatabaseError as exc:
             logger.warning("reply %s: checkpoint not written (%s)", self.reply_id, exc)
@@ -268,7 +276,7 @@ async def _store(
     if plan.actions:
         metadata["actions"] = plan.actions
     metadata.update(plan.record())
-    await database_sync_to_async(services.reply_finish)(
+    await _in_thread(services.reply_finish)(
         reply_id=reply_id,
         text=reply.text,
         status=status,

@@ -12,7 +12,8 @@ from the role's queue (``inference.queue``: who holds a slot, who waits) and the
 service times this process measured itself (exponentially weighted moving averages,
 ``Ewma``). Over the budget: the turn degrades at once (``chatbot.turn``: the tier's
 text that needs no model). A turn that is admitted still has a hard deadline: no
-first chunk by the budget and it degrades then (``deadline``).
+first chunk by the budget and it degrades then (``deadline``). Both keep
+``TIERDESK_FIRST_CHUNK_MARGIN_MS`` of the budget for the degraded text's way out.
 
 With a free slot a turn is always admitted unless the tier's own recent first-chunk
 time is already over the budget; even then one turn per ``TIERDESK_ADMISSION_PROBE_S``
@@ -81,7 +82,8 @@ class Admission:
         self.degraded: Counter[tuple[str, str]] = Counter()  # (tier, reason)
 
     def first_ewma(self, tier: str) -> Ewma:
-        return self.first.setdefault(tier, Ewma())
+        # Quick to follow: one slow turn must not hold a tier off its model for long.
+        return self.first.setdefault(tier, Ewma(alpha=0.3))
 
     def admit(
         self,
@@ -109,7 +111,10 @@ class Admission:
         if server is not None and server.reachable and server.total > 0:
             slots = server.total
             in_flight = max(gate.active, server.busy + server.deferred) + gate.waiting
-        deadline = received_at + budget / 1000
+        # The server keeps a margin of each budget for sending the degraded text and the
+        # way to the shopper: the budget is what the shopper sees.
+        target = max(1.0, budget - settings.TIERDESK_FIRST_CHUNK_MARGIN_MS)
+        deadline = received_at + target / 1000
         elapsed_ms = (now - received_at) * 1000
         first = self.first_ewma(tier).value
         hold = gate.hold.value
@@ -126,15 +131,15 @@ class Admission:
             slots=slots,
             admitted_at=now,
         )
-        if predicted <= budget:
+        last = self.last_probe.get(tier, float("-inf"))
+        if predicted <= target:
             ticket.admitted = True
-        elif in_flight < slots or hold is None:
+        elif elapsed_ms < target and (in_flight < slots or hold is None):
             # A free slot (or nothing measured yet): only the tier's own first-chunk time
             # is over; let one turn through now and then to see whether it still is.
-            last = self.last_probe.get(tier, float("-inf"))
-            if now - last >= settings.TIERDESK_ADMISSION_PROBE_S:
-                self.last_probe[tier] = now
-                ticket.admitted = ticket.probe = True
+            ticket.admitted = ticket.probe = now - last >= settings.TIERDESK_ADMISSION_PROBE_S
+        if ticket.admitted:
+            self.last_probe[tier] = now  # every admitted turn is a fresh measurement
         if not ticket.admitted:
             ticket.reason = PREDICTED
         return ticket
@@ -153,8 +158,7 @@ class Admission:
         was service, a lower bound of it: counted so the average doesn't stay low."""
         self.degraded[(ticket.tier, DEADLINE)] += 1
         if ticket.queue < ticket.slots:
-            ewma = self.first_ewma(ticket.tier)
-            ewma.add(max(ewma.value or 0.0, at - ticket.admitted_at))
+            self.first_ewma(ticket.tier).add(at - ticket.admitted_at)
 
     def figures(self) -> dict[str, dict[str, float | int | None]]:
         """Per tier: planned, degraded (by reason), model-phrased share, the averages."""
@@ -166,7 +170,7 @@ class Admission:
             out[tier] = {
                 "planned": planned,
                 "degraded": degraded,
-                "degraded_queue": self.degraded[(tier, PREDICTED)],
+                "degraded_predicted": self.degraded[(tier, PREDICTED)],
                 "degraded_deadline": self.degraded[(tier, DEADLINE)],
                 "model_phrased_share": round(1 - degraded / planned, 4) if planned else None,
                 "first_chunk_ewma_ms": None

@@ -647,7 +647,10 @@ TIERDESK_FIRST_CHUNK_BUDGET_MS = {
     "L2": TIERDESK_L2_FIRST_CHUNK_BUDGET_MS,
     "L3": TIERDESK_L3_FIRST_CHUNK_BUDGET_MS,
 }
-TIERDESK_ADMISSION_PROBE_S = env_float("TIERDESK_ADMISSION_PROBE_S", 5.0)
+TIERDESK_ADMISSION_PROBE_S = env_float("TIERDESK_ADMISSION_PROBE_S", 2.0)
+# Kept from each budget for sending the degraded text and the way to the shopper: the
+# prediction and the hard deadline aim at budget minus this.
+TIERDESK_FIRST_CHUNK_MARGIN_MS = env_int("TIERDESK_FIRST_CHUNK_MARGIN_MS", 60)
 # The waiting room (chatbot.consumers, docs/protocol.md "wait"): connections per Daphne
 # process beyond which a new shopper is accepted but waits, told "you are n-th", until
 # one leaves (0: no limit). A message over the global bucket or the dynamic window waits
