@@ -898,7 +898,8 @@ class WsLane:
         self.ws: Any = None
         self.conv_index = -1
 
-    async def _open(self, conv_index: int) -> None:
+    async def _connect(self, conv_index: int) -> Any:
+        """A new socket past ``hello``, with the conversation's identify frame sent."""
         from websockets.asyncio.client import connect
         from websockets.typing import Origin
 
@@ -913,6 +914,10 @@ class WsLane:
         if hello.get("type") != "hello":
             raise RuntimeError(f"expected hello, got {hello}")
         await ws.send(json.dumps({"type": "identify", "token": self.convs[conv_index].token}))
+        return ws
+
+    async def _open(self, conv_index: int) -> None:
+        ws = await self._connect(conv_index)
         frame = await _recv_json(ws, 30)
         if frame.get("type") != "identified":
             raise RuntimeError(f"identify failed: {frame}")

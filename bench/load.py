@@ -13,7 +13,10 @@ What runs, all on 127.0.0.1:
   OpenAI-compatible listener) serving the local Qwen2.5-0.5B GGUF in its own process;
   Tierdesk talks to it through ``TIERDESK_L3_API_BASE`` exactly as to a hosted API, and
   its replies are priced as the configured L3 model (``TIERDESK_L3_MODEL``);
-- Daphne (one process: models warmed up, waited on until ``/readyz`` says 200).
+- the model server (``manage.py modelserver``: the fast and fallback models in their own
+  process, one llama.cpp listener per role), as in production;
+- Daphne: one process (or two, for the side-by-side step) on one listening socket
+  passed with ``--fd``, access log off (``-v 0``), waited on until ``/readyz`` says 200.
 
 Each step runs N concurrent sessions. A session connects (``hello``, ``identify`` with
 a signed shopper token), then sends ``--messages`` messages drawn with a seeded RNG from
@@ -23,7 +26,13 @@ staggered over ``--ramp-s``. Every reply wait is bounded (``--reply-timeout-s``)
 is every step (``--step-deadline-s``): whatever has not finished by then is counted as
 an error of kind ``deadline``. Then Daphne is restarted with ``TIERDESK_ROUTING=l3_only``
 (routing off: every message to L3) and the same sessions are replayed at
-``--off-steps`` session counts, for the p95 and cost ratios.
+``--off-steps`` session counts, for the p95 and cost ratios. Finally ``--procs-steps``
+are run again with two Daphne processes sharing the socket (and the Redis channel
+layer), beside the one-process figures.
+
+Admission control (issue #16): every step reports the model-phrased share, from the
+``done`` frames (``degraded`` set: the tier's text that needs no model went out), and
+how many sessions waited in the waiting room (``busy`` frames) and for how long.
 """
 
 from __future__ import annotations
@@ -37,8 +46,8 @@ import logging
 import os
 import random
 import select
-import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -49,12 +58,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench import l1
 from bench.l1 import (
-    DAPHNE_LOG,
+    MODELS,
+    READY_TIMEOUT_S,
     ROOT,
     Conv,
     CpuMeter,
-    DaphneServer,
+    ModelServerProc,
     Msg,
     Sample,
     Scenario,
@@ -62,7 +73,6 @@ from bench.l1 import (
     WsLane,
     bench_env,
     database_ensure,
-    free_port,
     git_commit,
     log,
     machine_info,
@@ -71,6 +81,7 @@ from bench.l1 import (
     prefix_warmup_build,
     process_cpu_s,
     process_group_stop,
+    process_rss_mb,
     redis_flush,
     scenarios_build,
     verdicts_line,
@@ -80,14 +91,21 @@ RESULTS = ROOT / "bench" / "results" / "load.json"
 LOG_DIR = ROOT / "var" / "log"
 HELDOUT = ROOT / "routing" / "eval" / "heldout.tsv"
 
-# The issue's targets on this 2-core machine.
+# The issue's targets on this 2-core machine (#16).
 TARGETS = {
     "sessions": 200,
     "errors": 0,
     "l1_first_chunk_p95_ms": 400.0,
+    "tier_first_chunk_p95_ms": 1500.0,
+    "overload_sessions": 500,
+    "model_phrased_share_min": 0.95,
+    "model_phrased_up_to_sessions": 25,
     "p95_ratio_off_over_on_min": 4.0,
     "cost_lower_share_min": 0.75,
 }
+# The bench's ports (its own range): Daphne's shared socket, the model server's base.
+DAPHNE_PORT = 8300
+MODELSERVER_PORT = 8310
 # The reference deployment's message mix, by tier.
 MIX = {"L1": 0.85, "L2": 0.12, "L3": 0.03}
 L3_STANDIN_MODEL = "qwen2.5-0.5b-instruct-q4km"  # the local GGUF that plays the L3 API
@@ -95,6 +113,7 @@ WARMUP_S = 300.0  # bound on the unmeasured warm-up pass of each phase
 # Between steps: at least this pause, then until Daphne and the L3 stand-in are idle.
 SETTLE_S = 5.0
 SETTLE_MAX_S = 90.0
+PHASES = ("routing_on", "routing_off", "two_processes")
 
 
 @dataclass
@@ -109,6 +128,9 @@ class StepRun:
     cores: dict[str, float] | None = None
     started: datetime | None = None
     settle_s: float = 0.0  # waited before the step for the server side to go idle
+    daphne_processes: int = 1
+    lines: list[tuple[float, int]] = field(default_factory=list)  # (line wait s, place)
+    memory: dict[str, Any] | None = None  # resident memory of each process at the step's end
 
 
 # --- processes around Daphne --------------------------------------------------------------
@@ -137,6 +159,104 @@ class Proc:
 
     def stop(self) -> None:
         process_group_stop(self.proc, wait_s=20)
+
+
+class DaphnePool:
+    """``n`` Daphne processes accepting on one listening socket, passed with ``--fd`` as
+    systemd socket activation would (docs/deployment.md); the kernel spreads the
+    connections. The access log is off (``-v 0``): one line per connect and disconnect
+    costs the event loop under load, and the proxy in front logs requests anyway."""
+
+    def __init__(self, port: int, n: int) -> None:
+        self.port, self.n = port, n
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.sock: socket.socket | None = None
+        self.ready_s = 0.0
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    def logfile(self, i: int) -> Path:
+        return LOG_DIR / f"bench-load-daphne-{i}.log"
+
+    def start(self) -> None:
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", self.port))
+        self.sock.listen(2048)
+        fd = self.sock.fileno()
+        os.set_inheritable(fd, True)
+        daphne = str(ROOT / ".venv" / "bin" / "daphne")
+        for i in range(self.n):
+            with self.logfile(i).open("wb") as out:
+                self.procs.append(
+                    subprocess.Popen(
+                        [daphne, "--fd", str(fd), "-v", "0", "config.asgi:application"],
+                        cwd=ROOT,
+                        env=bench_env(warmup=True),
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        pass_fds=(fd,),
+                        start_new_session=True,
+                    )
+                )
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Until ``/readyz`` says 200 on enough fresh connections in a row that every
+        process has most likely answered one (the kernel picks the process)."""
+        import httpx
+
+        started = time.perf_counter()
+        streak, last = 0, ""
+        while time.perf_counter() - started < timeout_s:
+            for proc in self.procs:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"Daphne {proc.pid} exited ({proc.returncode})")
+            try:
+                with httpx.Client(timeout=2.0, trust_env=False) as client:
+                    response = client.get(f"http://127.0.0.1:{self.port}/readyz")
+                last = f"{response.status_code} {response.text[:200]}"
+                streak = streak + 1 if response.status_code == 200 else 0
+            except httpx.HTTPError as exc:
+                streak, last = 0, repr(exc)
+            if streak >= 4 * self.n:
+                self.ready_s = time.perf_counter() - started
+                return
+            time.sleep(0.25 if streak else 0.5)
+        raise RuntimeError(f"Daphne not ready after {timeout_s:.0f}s: {last}")
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            process_group_stop(proc)
+        self.procs = []
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+
+def system_rss_mb(name: str) -> dict[str, float]:
+    """Resident memory of every process called ``name`` (PostgreSQL backends, Redis):
+    their count and the sum of their RSS (shared buffers count once per process)."""
+    total, count = 0.0, 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if (entry / "comm").read_text().strip() == name:
+                rss = process_rss_mb(int(entry.name))
+                if rss is not None:
+                    total, count = total + rss, count + 1
+    return {"processes": count, "rss_mb": round(total, 1)}
+
+
+def memory_read(pids: dict[str, int]) -> dict[str, Any]:
+    """Each process's resident memory now (MB), by role."""
+    out: dict[str, Any] = {name: process_rss_mb(pid) for name, pid in pids.items()}
+    out["postgres"] = system_rss_mb("postgres")
+    out["redis"] = system_rss_mb("redis-server")
+    return out
 
 
 def l3_server_start(*, parallel: int, lifetime_s: int, env: dict[str, str]) -> tuple[Proc, str]:
@@ -301,6 +421,71 @@ async def warmup_run(scenario: Scenario, *, port: int, args: argparse.Namespace)
 
 # --- one step -----------------------------------------------------------------------------
 
+LINE_WAIT_MAX_S = 300.0  # bound on a session's wait in the waiting room
+
+
+async def _recv(ws: Any, wait_s: float) -> dict[str, Any]:
+    frame = json.loads(await asyncio.wait_for(ws.recv(), timeout=wait_s))
+    return frame if isinstance(frame, dict) else {"type": "?"}
+
+
+class _Watched:
+    """A client WebSocket that keeps the last ``done`` frame (for ``degraded``)."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.last_done: dict[str, Any] | None = None
+
+    async def recv(self) -> str:
+        raw = await self.ws.recv()
+        if '"done"' in raw:
+            frame = json.loads(raw)
+            if isinstance(frame, dict) and frame.get("type") == "done":
+                self.last_done = frame
+        return str(raw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.ws, name)
+
+
+class LoadLane(WsLane):
+    """bench/l1.py's lane as a polite widget: while the server says ``busy`` (the
+    waiting room) it waits before sending, and it keeps each reply's ``degraded``."""
+
+    line_wait_s = 0.0
+    line_position = 0  # the highest place in line it was told
+
+    async def _open(self, conv_index: int) -> None:
+        ws = await self._connect(conv_index)
+        in_line: float | None = None
+        identified = False
+        while not identified or in_line is not None:
+            frame = await _recv(ws, LINE_WAIT_MAX_S if in_line is not None else 30)
+            kind = frame.get("type")
+            if kind == "busy":
+                position = int(frame.get("position") or 0)
+                if position > 0:
+                    in_line = in_line or time.perf_counter()
+                    self.line_position = max(self.line_position, position)
+                elif in_line is not None:
+                    self.line_wait_s += time.perf_counter() - in_line
+                    in_line = None
+            elif kind == "identified":
+                identified = True
+            else:
+                raise RuntimeError(f"identify failed: {frame}")
+        self.ws, self.conv_index = _Watched(ws), conv_index
+
+    async def _send(self, step: Step) -> Sample:
+        watched = self.ws if isinstance(self.ws, _Watched) else None
+        if watched is not None:
+            watched.last_done = None
+        sample = await super()._send(step)
+        done = watched.last_done if watched is not None else None
+        if done is not None and done.get("degraded"):
+            sample.extra["degraded"] = str(done["degraded"].get("reason", "?"))
+        return sample
+
 
 async def session_run(
     *,
@@ -312,11 +497,12 @@ async def session_run(
     args: argparse.Namespace,
     rng: random.Random,
     out: list[Sample],
+    lines: list[tuple[float, int]],
 ) -> None:
     from websockets.exceptions import ConnectionClosed, WebSocketException
 
     await asyncio.sleep(delay_s)
-    lane = WsLane(port, index, [conv], tag, reply_timeout_s=args.reply_timeout_s)
+    lane = LoadLane(port, index, [conv], tag, reply_timeout_s=args.reply_timeout_s)
     # Think times drawn up front, so a session's pauses don't depend on what failed.
     thinks = [rng.uniform(args.think_min_s, args.think_max_s) for _ in conv.messages]
     try:
@@ -342,6 +528,7 @@ async def session_run(
             if j + 1 < len(conv.messages):
                 await asyncio.sleep(thinks[j])
     finally:
+        lines.append((lane.line_wait_s, lane.line_position))
         with contextlib.suppress(Exception):
             await lane.close()
 
@@ -365,6 +552,7 @@ async def step_run(run: StepRun, *, port: int, args: argparse.Namespace, meter: 
                 args=args,
                 rng=random.Random(rng.random()),
                 out=outs[i],
+                lines=run.lines,
             )
         )
         for i, conv in enumerate(run.convs)
@@ -423,6 +611,7 @@ def step_summary(run: StepRun) -> dict[str, Any]:
     everything = [f for values in by_tier.values() for f in values]
     total_cost = sum(cost(s) for s in ok)
     planned = sum(len(c.messages) for c in run.convs)
+    waited = [w for w, place in run.lines if place > 0]
     return {
         "sessions": run.sessions,
         "messages_planned": planned,
@@ -445,6 +634,24 @@ def step_summary(run: StepRun) -> dict[str, Any]:
         "tiers": dict(Counter(s.tier for s in ok)),
         "models": dict(Counter(s.model or "(template)" for s in ok)),
         "fallbacks": dict(Counter(s.fallback for s in ok if s.fallback)),
+        # Admission control: of the answered replies that planned a model, the share a
+        # model wrote (the rest: the tier's text that needs no model, done.degraded).
+        "model_phrased_share": model_phrased(ok),
+        "model_phrased_share_by_tier": {
+            tier: model_phrased([s for s in ok if s.tier == tier])
+            for tier in sorted({s.tier for s in ok if s.tier in MIX})
+        },
+        "degraded": dict(Counter(f"{s.tier}:{s.extra['degraded']}" for s in ok if is_degraded(s))),
+        # The L1 fact guard replaced the model's text with the template (not admission).
+        "guard_template": sum(1 for s in ok if s.model and s.guard == "template"),
+        "failed_handshakes": errors.get("connect", 0),
+        "waiting_room": {
+            "sessions_waited": len(waited),
+            "max_place": max((place for _w, place in run.lines), default=0),
+            "wait_s_p95": pct(waited, 95),
+        },
+        "daphne_processes": run.daphne_processes,
+        "memory_mb_end": run.memory,
         "tokens": {
             "prompt": sum(s.prompt_tokens for s in ok),
             "completion": sum(s.completion for s in ok),
@@ -459,6 +666,18 @@ def step_summary(run: StepRun) -> dict[str, Any]:
         "cores": run.cores,
         "loadavg_1m_end": round(os.getloadavg()[0], 2),
     }
+
+
+def is_degraded(sample: Sample) -> bool:
+    return bool(sample.extra.get("degraded"))
+
+
+def model_phrased(samples: list[Sample]) -> float | None:
+    """Model-written / (model-written + degraded): template-only replies that never
+    planned a model (greetings, clarifications, approved answer cards) are not counted."""
+    written = sum(1 for s in samples if s.model and not is_degraded(s))
+    degraded = sum(1 for s in samples if is_degraded(s))
+    return round(written / (written + degraded), 4) if written + degraded else None
 
 
 def step_passes(summary: dict[str, Any]) -> bool:
@@ -534,12 +753,18 @@ def _ints(text: str) -> list[int]:
 
 def args_parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
-    parser.add_argument("--steps", type=_ints, default=[5, 10, 25, 50, 100, 200])
+    parser.add_argument("--steps", type=_ints, default=[5, 10, 25, 50, 100, 200, 500])
     parser.add_argument(
         "--off-steps",
         type=_ints,
         default=[10, 25],
         help="session counts replayed with routing off (use routing-on step counts)",
+    )
+    parser.add_argument(
+        "--procs-steps",
+        type=_ints,
+        default=[200],
+        help="session counts run again with two Daphne processes on one socket",
     )
     parser.add_argument("--messages", type=int, default=3, help="messages per session")
     # A shopper reads the reply and types the next message: 10-30 s between them.
@@ -567,11 +792,12 @@ def args_parse(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.steps, args.off_steps, args.messages = [4, 8], [4], 2
+        args.procs_steps = [8]
         args.think_min_s, args.think_max_s, args.ramp_s = 1.0, 2.0, 2.0
         args.reply_timeout_s, args.step_deadline_s = 60.0, 75.0
-    missing = set(args.off_steps) - set(args.steps)
+    missing = (set(args.off_steps) | set(args.procs_steps)) - set(args.steps)
     if missing:
-        parser.error(f"--off-steps {sorted(missing)} are not among --steps")
+        parser.error(f"--off-steps/--procs-steps {sorted(missing)} are not among --steps")
     return args
 
 
@@ -605,6 +831,11 @@ def main(argv: list[str] | None = None) -> int:
     bench_overrides = overrides(args)
     os.environ.update(bench_overrides, TIERDESK_ROUTING="tiered", TIERDESK_L3_MODEL="gpt-4o-mini")
     os.environ.pop("TIERDESK_L3_API_BASE", None)
+    # Production: the local models in their own server process (bench/l1.py's MODELS),
+    # with a log and status file of its own (make bench may run beside it).
+    MODELS.update(mode="server", port=MODELSERVER_PORT)
+    l1.MODELSERVER_LOG = LOG_DIR / "bench-load-modelserver.log"
+    l1.MODELSERVER_STATUS = ROOT / "var" / "run" / "bench-load-modelserver.json"
     env = bench_env(warmup=False)
     os.environ.update(env)
     sys.path.insert(0, str(ROOT))
@@ -620,8 +851,9 @@ def main(argv: list[str] | None = None) -> int:
     django.setup()
 
     procs: list[Proc] = []
-    server: DaphneServer | None = None
-    runs: dict[str, dict[int, StepRun]] = {"routing_on": {}, "routing_off": {}}
+    model_server: ModelServerProc | None = None
+    pool: DaphnePool | None = None
+    runs: dict[str, dict[int, StepRun]] = {p: {} for p in PHASES}
     info: dict[str, Any] = {}
 
     def report_write(*, final: bool) -> dict[str, Any]:
@@ -657,7 +889,14 @@ def main(argv: list[str] | None = None) -> int:
         log("Celery worker started; waiting for the knowledge base to be ingested...")
         info["knowledge"] = knowledge_wait(timeout_s=600)
         log(f"knowledge base: {info['knowledge']}")
-        lifetime = int((len(args.steps) + len(args.off_steps)) * (args.step_deadline_s + 60) + 1200)
+        model_server = ModelServerProc(MODELSERVER_PORT)
+        model_server.start()
+        model_server.wait_ready()
+        assert model_server.proc is not None
+        info["model_server_ready_s"] = round(model_server.ready_s, 1)
+        log(f"model server (fast, fallback) on :{MODELSERVER_PORT}+ in {model_server.ready_s:.0f}s")
+        phases_n = len(args.steps) + len(args.off_steps) + len(args.procs_steps)
+        lifetime = int(phases_n * (args.step_deadline_s + 60) + 1500)
         l3, l3_url = l3_server_start(parallel=args.l3_parallel, lifetime_s=lifetime, env=env)
         procs.append(l3)
         os.environ["TIERDESK_L3_API_BASE"] = f"{l3_url}/v1"
@@ -672,53 +911,63 @@ def main(argv: list[str] | None = None) -> int:
             for n in args.steps
         }
 
-        for phase, routing, steps in (
-            ("routing_on", "tiered", args.steps),
-            ("routing_off", "l3_only", args.off_steps),
+        for phase, routing, daphnes, steps in (
+            ("routing_on", "tiered", 1, args.steps),
+            ("routing_off", "l3_only", 1, args.off_steps),
+            ("two_processes", "tiered", 2, args.procs_steps),
         ):
+            if not steps:
+                continue
             os.environ["TIERDESK_ROUTING"] = routing
             redis_flush(env["REDIS_URL"])  # no limiter or breaker state carried over
-            server = DaphneServer(free_port())
-            server.start()
-            log(f"{phase}: Daphne (TIERDESK_ROUTING={routing}) on :{server.port}, waiting...")
-            readiness = server.wait_ready()
-            info[f"{phase}_ready_s"] = round(server.ready_s, 1)
-            info.setdefault("readiness", readiness)
-            assert server.proc is not None
+            pool = DaphnePool(DAPHNE_PORT, daphnes)
+            pool.start()
+            log(f"{phase}: {daphnes} Daphne (TIERDESK_ROUTING={routing}) on :{DAPHNE_PORT}...")
+            pool.wait_ready()
+            info[f"{phase}_ready_s"] = round(pool.ready_s, 1)
             worker_pids = [procs[0].pid, *descendants(procs[0].pid)]
-            others = {"l3_server": l3.pid, **{f"celery_{i}": p for i, p in enumerate(worker_pids)}}
+            others = {
+                "l3_server": l3.pid,
+                "model_server": model_server.proc.pid,
+                **{f"daphne_{i}": p for i, p in enumerate(pool.pids) if i},
+                **{f"celery_{i}": p for i, p in enumerate(worker_pids)},
+            }
             if not args.no_warmup:
                 warm = warmup_build(pools, routing_on=routing == "tiered", quick=args.quick)
                 log(f"{phase}: unmeasured warm-up, {warm.messages} messages...")
-                info[f"{phase}_warmup"] = asyncio.run(warmup_run(warm, port=server.port, args=args))
+                info[f"{phase}_warmup"] = asyncio.run(warmup_run(warm, port=DAPHNE_PORT, args=args))
                 log(f"{phase}: warm-up {info[f'{phase}_warmup']}")
             phase_started = datetime.now(UTC)
             for n in steps:
-                run = StepRun(phase=phase, sessions=n, convs=plans[n])
-                run.settle_s = settle([server.proc.pid, l3.pid])
-                meter = CpuMeter(bench_pid=os.getpid(), daphne_pid=server.proc.pid, others=others)
+                run = StepRun(phase=phase, sessions=n, convs=plans[n], daphne_processes=daphnes)
+                run.settle_s = settle([*pool.pids, l3.pid, model_server.proc.pid])
+                meter = CpuMeter(bench_pid=os.getpid(), daphne_pid=pool.pids[0], others=others)
                 log(f"{phase} {n} sessions x {args.messages} messages...")
-                asyncio.run(step_run(run, port=server.port, args=args, meter=meter))
+                asyncio.run(step_run(run, port=DAPHNE_PORT, args=args, meter=meter))
+                run.memory = memory_read(
+                    {**{f"daphne_{i}": p for i, p in enumerate(pool.pids)}, **others}
+                )
                 runs[phase][n] = run
                 s = step_summary(run)
                 log(
                     f"{phase} {n}: done {s['done']}/{s['messages_planned']}, errors "
                     f"{s['errors_by_kind'] or 0}, first chunk p95 all "
                     f"{s['first_chunk_ms']['all']['p95']} ms, L1 "
-                    f"{s['first_chunk_ms'].get('L1', {}).get('p95')} ms, {s['wall_s']} s"
+                    f"{s['first_chunk_ms'].get('L1', {}).get('p95')} ms, model-phrased "
+                    f"{s['model_phrased_share']}, {s['wall_s']} s"
                 )
                 report_write(final=False)  # a run cut short still leaves its figures
-            server.stop()
-            with contextlib.suppress(OSError):
-                shutil.copyfile(DAPHNE_LOG, LOG_DIR / f"bench-load-daphne-{phase}.log")
+            pool.stop()
+            pool = None
             # Replies are stored (and aggregated) before their done frame is sent.
             info[f"{phase}_server_aggregates"] = server_aggregates(
                 phase_started, datetime.now(UTC) + timedelta(minutes=1)
             )
-            server = None
     finally:
-        if server is not None:
-            server.stop()
+        if pool is not None:
+            pool.stop()
+        if model_server is not None:
+            model_server.stop()
         for proc in reversed(procs):
             proc.stop()
 
@@ -743,6 +992,7 @@ def report_build(
 
     on = {n: step_summary(r) for n, r in sorted(runs["routing_on"].items())}
     off = {n: step_summary(r) for n, r in sorted(runs["routing_off"].items())}
+    two = {n: step_summary(r) for n, r in sorted(runs["two_processes"].items())}
     passing = [n for n, s in on.items() if step_passes(s)]
     compared = [
         comparison(runs["routing_on"][n], runs["routing_off"][n])
@@ -750,13 +1000,30 @@ def report_build(
         if n in runs["routing_on"]
     ]
     at_target = on.get(int(TARGETS["sessions"]))
+    overload = on.get(int(TARGETS["overload_sessions"]))
     largest = compared[-1] if compared else None
     prices = settings.TIERDESK_MODEL_PRICES
+    shares = {n: s["model_phrased_share"] for n, s in on.items()}
+    low = [n for n in shares if n <= TARGETS["model_phrased_up_to_sessions"]]
+    below_half = [n for n, share in shares.items() if share is not None and share < 0.5]
     verdicts = {
         "sessions_200_zero_errors": None if at_target is None else at_target["errors"] == 0,
         "l1_first_chunk_p95_at_200": None
         if at_target is None or at_target["first_chunk_ms"].get("L1", {}).get("p95") is None
         else at_target["first_chunk_ms"]["L1"]["p95"] <= TARGETS["l1_first_chunk_p95_ms"],
+        "every_tier_first_chunk_p95_at_200": None
+        if at_target is None
+        else all(
+            (t.get("p95") or 0) <= TARGETS["tier_first_chunk_p95_ms"]
+            for t in at_target["first_chunk_ms"].values()
+        ),
+        "sessions_500_zero_errors": None if overload is None else overload["errors"] == 0,
+        "sessions_500_zero_failed_handshakes": None
+        if overload is None
+        else overload["failed_handshakes"] == 0,
+        "model_phrased_share_up_to_25": None
+        if not low or any(shares[n] is None for n in low)
+        else all((shares[n] or 0) >= TARGETS["model_phrased_share_min"] for n in low),
         "p95_ratio": None
         if largest is None or largest["p95_ratio_off_over_on"] is None
         else largest["p95_ratio_off_over_on"] >= TARGETS["p95_ratio_off_over_on_min"],
@@ -765,6 +1032,8 @@ def report_build(
         else largest["cost_lower_share"] >= TARGETS["cost_lower_share_min"],
     }
     machine = {**machine, "loadavg_end": list(os.getloadavg())}
+    figures = figures_build(on=on, two=two, compared=compared)
+    figures["model_phrased_below_half_at_sessions"] = below_half[0] if below_half else None
     return {
         "benchmark": "load",
         "complete": final,
@@ -791,9 +1060,17 @@ def report_build(
                 "L3": "routing/eval/heldout.tsv complex_question, those routed to L3",
             },
             "message_pools": info.get("message_pools"),
-            "server": "daphne (1 process, models warmed up), PostgreSQL tierdesk_bench, "
-            "Redis db 2 channel layer and shared state, Celery worker (concurrency 1), "
-            "TIERDESK_BOTCHECK=off, DJANGO_DEBUG=false",
+            "server": "daphne (1 process; 2 in two_processes) on one socket passed with "
+            "--fd, -v 0 (no access log); models in `manage.py modelserver` (fast, fallback; "
+            f"127.0.0.1:{MODELSERVER_PORT}+), PostgreSQL tierdesk_bench, Redis db 2 channel "
+            "layer and shared state, Celery worker (concurrency 1), TIERDESK_BOTCHECK=off, "
+            "DJANGO_DEBUG=false",
+            "admission": {
+                "first_chunk_budget_ms": settings.TIERDESK_FIRST_CHUNK_BUDGET_MS,
+                "ws_active_max_per_process": settings.TIERDESK_WS_ACTIVE_MAX,
+                "model_server_ready_s": info.get("model_server_ready_s"),
+            },
+            "procs_steps": args.procs_steps,
             "routing_off": "TIERDESK_ROUTING=l3_only: Daphne restarted, same sessions replayed",
             "l3": {
                 "api_base": info.get("l3_api_base"),
@@ -816,6 +1093,8 @@ def report_build(
         },
         "routing_on": {str(n): s for n, s in on.items()},
         "routing_off": {str(n): s for n, s in off.items()},
+        "two_processes": {str(n): s for n, s in two.items()},
+        "figures": figures,
         "largest_passing_sessions": max(passing) if passing else None,
         "passing_steps": passing,
         "comparison": compared,
@@ -832,12 +1111,48 @@ def report_build(
             "step deadline (kind 'deadline'). Fallback answers are not errors; they are "
             "counted under 'fallbacks'.",
             "A step passes with 0 errors and L1 first-chunk p95 <= 400 ms.",
+            "Model-phrased share: of the answered replies that planned a model, the share "
+            "a model wrote; the rest degraded (done.degraded: the model could not start "
+            "within the tier's first-chunk budget, so L1 sent its template with the facts, "
+            "L2 the best passage's extract, L3 the busy text offering a person). Replies "
+            "that never plan a model (greetings, clarifications, answer cards) are not "
+            "counted. guard_template counts L1 replies the fact guard replaced.",
+            "Waiting room: sessions told 'busy, you are n-th' wait before their first "
+            "message, as the widget's shopper would; their first-chunk times start when "
+            "they send, and the wait is under waiting_room.",
             "Latency percentiles are over answered messages only: where a step hit its "
             "deadline, the slowest turns are missing, so its p95 is an underestimate "
             "(the routing-off p95, and so the ratio, err low, not high).",
             "The machine is shared; 'cores.foreign' is other people's work during a step.",
         ],
     }
+
+
+def figures_build(
+    *,
+    on: dict[int, dict[str, Any]],
+    two: dict[int, dict[str, Any]],
+    compared: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The flat figures (one key per number) the docs quote."""
+    out: dict[str, Any] = {}
+    for prefix, steps in (("", on), ("two_processes_", two)):
+        for n, s in steps.items():
+            fc = s["first_chunk_ms"]
+            out[f"{prefix}errors_{n}"] = s["errors"]
+            out[f"{prefix}failed_handshakes_{n}"] = s["failed_handshakes"]
+            for tier in ("all", "L1", "L2", "L3"):
+                out[f"{prefix}{tier.lower()}_first_chunk_p95_ms_{n}"] = fc.get(tier, {}).get("p95")
+            out[f"{prefix}model_phrased_share_{n}"] = s["model_phrased_share"]
+            out[f"{prefix}sessions_waited_{n}"] = s["waiting_room"]["sessions_waited"]
+            for name, rss in (s.get("memory_mb_end") or {}).items():
+                value = rss.get("rss_mb") if isinstance(rss, dict) else rss
+                out[f"{prefix}rss_mb_{name}_{n}"] = value
+    for c in compared:
+        n = c["sessions"]
+        out[f"p95_ratio_off_over_on_{n}"] = c["p95_ratio_off_over_on"]
+        out[f"cost_lower_share_{n}"] = c["cost_lower_share"]
+    return out
 
 
 def summary_print(report: dict[str, Any]) -> None:
@@ -848,7 +1163,7 @@ def summary_print(report: dict[str, Any]) -> None:
         f"  machine: {machine['nproc']} cores, load "
         f"{machine['loadavg_start'][0]:.2f} -> {machine['loadavg_end'][0]:.2f}"
     )
-    row = "  {:<12} {:>8} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}"
+    row = "  {:<14} {:>8} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}"
     print(
         row.format(
             "",
@@ -860,10 +1175,11 @@ def summary_print(report: dict[str, Any]) -> None:
             "L2 p95",
             "L3 p95",
             "all p95",
+            "model",
             "wall s",
         )
     )
-    for phase in ("routing_on", "routing_off"):
+    for phase in PHASES:
         for n, s in report[phase].items():
             fc = s["first_chunk_ms"]
             print(
@@ -877,6 +1193,7 @@ def summary_print(report: dict[str, Any]) -> None:
                     str(fc.get("L2", {}).get("p95")),
                     str(fc.get("L3", {}).get("p95")),
                     str(fc["all"]["p95"]),
+                    str(s["model_phrased_share"]),
                     s["wall_s"],
                 )
             )
