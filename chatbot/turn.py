@@ -31,9 +31,8 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from inference import cache
-from inference.admission import DEADLINE, PREDICTED, Ticket, admission
+from inference.admission import DEADLINE, PREDICTED, Ticket, admission, server_slots
 from inference.base import Usage
-from inference.capacity import SlotStatus, capacity
 from inference.registry import resolve_role
 from routing import types as rt
 
@@ -137,7 +136,7 @@ async def admitted_stream(plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnE
         tier=plan.tier,
         role=plan.role,
         received_at=reply.received_at,
-        server=await _server_slots(plan.role),
+        server=server_slots(plan.role),
     )
     fallback_role = settings.TIERDESK_L3_FALLBACK_ROLE
     if (
@@ -151,7 +150,7 @@ async def admitted_stream(plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnE
             role=fallback_role,
             received_at=reply.received_at,
             count=False,
-            server=await _server_slots(fallback_role),
+            server=server_slots(fallback_role),
         )
         if second.admitted:
             plan.role, ticket = fallback_role, second
@@ -183,16 +182,6 @@ async def admitted_stream(plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnE
     finally:
         await events.aclose()
     _service_time_record(ticket, reply)
-
-
-async def _server_slots(role: str) -> SlotStatus | None:
-    """The model server's slots for ``role`` when our own model server serves it (every
-    web process shares them; probed at most every 0.1 s); None otherwise."""
-    real = resolve_role(role)
-    declared = settings.INFERENCE_BACKENDS.get(real, {}).get("CONFIG", {})
-    if not declared.get("model_server"):
-        return None
-    return (await capacity(real)).slots
 
 
 def _service_time_record(ticket: Ticket, reply: Reply) -> None:

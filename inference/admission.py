@@ -25,13 +25,14 @@ model and how many of them degraded, per tier and reason.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from dataclasses import dataclass
 
 from django.conf import settings
 
-from .capacity import SlotStatus
+from .capacity import SlotStatus, capacity
 from .queue import Ewma, gate_for
 from .registry import resolve_role
 
@@ -181,6 +182,34 @@ class Admission:
         return out
 
 
+# The model server's slots as last probed, per role, and the probe in flight. A turn
+# never waits for a probe (under load /slots answers after the current decoding step):
+# it uses the last answer, at most SLOTS_MAX_AGE_S old, and starts the next probe.
+SLOTS_MAX_AGE_S = 2.0
+_slots: dict[str, SlotStatus] = {}
+_probes: dict[str, asyncio.Task[None]] = {}
+
+
+def server_slots(role: str) -> SlotStatus | None:
+    """The slots of our own model server for ``role`` (every web process shares them),
+    from the last probe; None for other roles or when no recent probe answered."""
+    real = resolve_role(role)
+    declared = settings.INFERENCE_BACKENDS.get(real, {}).get("CONFIG", {})
+    if not declared.get("model_server"):
+        return None
+    probe = _probes.get(real)
+    if probe is None or probe.done():
+        _probes[real] = asyncio.ensure_future(_slots_probe(real))
+    status = _slots.get(real)
+    if status is None or time.monotonic() - status.fetched_at > SLOTS_MAX_AGE_S:
+        return None
+    return status
+
+
+async def _slots_probe(role: str) -> None:
+    _slots[role] = (await capacity(role)).slots
+
+
 def budget_ms(tier: str) -> float:
     """The tier's first-chunk budget (0: none)."""
     return float(settings.TIERDESK_FIRST_CHUNK_BUDGET_MS.get(tier, 0))
@@ -197,6 +226,8 @@ def admission() -> Admission:
 
 
 def admission_reset() -> None:
-    """Forget the averages and counters (tests)."""
+    """Forget the averages, counters and probed slots (tests)."""
     global _admission
     _admission = None
+    _slots.clear()
+    _probes.clear()

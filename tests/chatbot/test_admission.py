@@ -29,7 +29,8 @@ L3_QUESTION = "Which is better for hiking, boots or trail shoes?"
 
 
 @pytest.fixture(autouse=True)
-def _fresh_admission() -> Iterator[None]:
+def _fresh_admission(settings: Any) -> Iterator[None]:
+    settings.TIERDESK_ADMISSION = True  # off by default in test runs
     admission_reset()
     queue_reset()
     yield
@@ -60,7 +61,7 @@ async def _hold(gate: PriorityGate, hold_s: float) -> None:
 
 async def test_l1_full_queue_sends_the_template_at_once(seeded_shop: None) -> None:
     gate = gate_for("fast")
-    await _hold(gate, hold_s=2.0)
+    await _hold(gate, hold_s=20.0)  # every slot busy, each for 20 s: one ahead, 2.5 s
     frames, done = await _ask(L1_QUESTION, customer="james_li_5688")
     assert done["type"] == "done" and done["status"] == "complete", done
     assert done["tier"] == "L1" and done["guard"] == "template" and done["model"] == ""
