@@ -236,6 +236,23 @@ class DaphnePool:
             self.sock = None
 
 
+MODEL_NICE = 10  # CPU priority of the model processes beside the web tier (docs/deployment.md)
+
+
+def renice(pid: int, nice: int = MODEL_NICE) -> int:
+    """Lower the CPU priority of every thread of ``pid`` and its descendants (Linux
+    keeps a nice value per thread; threads started later inherit it). Returns how many
+    threads were changed."""
+    changed = 0
+    for proc in [pid, *descendants(pid)]:
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{proc}/task").iterdir():
+                with contextlib.suppress(OSError):
+                    os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
+                    changed += 1
+    return changed
+
+
 def system_rss_mb(name: str) -> dict[str, float]:
     """Resident memory of every process called ``name`` (PostgreSQL backends, Redis):
     their count and the sum of their RSS (shared buffers count once per process)."""
@@ -894,11 +911,17 @@ def main(argv: list[str] | None = None) -> int:
         model_server.wait_ready()
         assert model_server.proc is not None
         info["model_server_ready_s"] = round(model_server.ready_s, 1)
+        # On a machine the web processes share with the models, inference runs at a
+        # lower CPU priority: Daphne's I/O never waits behind a decoding step, and
+        # admission control degrades what the models can't start in time.
+        info["model_server_nice"] = {"nice": MODEL_NICE, "threads": renice(model_server.proc.pid)}
         log(f"model server (fast, fallback) on :{MODELSERVER_PORT}+ in {model_server.ready_s:.0f}s")
         phases_n = len(args.steps) + len(args.off_steps) + len(args.procs_steps)
         lifetime = int(phases_n * (args.step_deadline_s + 60) + 1500)
         l3, l3_url = l3_server_start(parallel=args.l3_parallel, lifetime_s=lifetime, env=env)
         procs.append(l3)
+        # A hosted L3 API would not use these cores at all.
+        info["l3_nice"] = {"nice": MODEL_NICE, "threads": renice(l3.pid)}
         os.environ["TIERDESK_L3_API_BASE"] = f"{l3_url}/v1"
         info["l3_api_base"] = f"{l3_url}/v1"
         log(f"L3 stand-in ({L3_STANDIN_MODEL}) at {l3_url}")
@@ -1065,6 +1088,12 @@ def report_build(
             f"127.0.0.1:{MODELSERVER_PORT}+), PostgreSQL tierdesk_bench, Redis db 2 channel "
             "layer and shared state, Celery worker (concurrency 1), TIERDESK_BOTCHECK=off, "
             "DJANGO_DEBUG=false",
+            "model_processes_nice": {
+                "model_server": info.get("model_server_nice"),
+                "l3_stand_in": info.get("l3_nice"),
+                "why": "the models share the 2 cores with the web tier: at nice 10 they "
+                "take every idle cycle but Daphne's I/O never waits behind a decoding step",
+            },
             "admission": {
                 "first_chunk_budget_ms": settings.TIERDESK_FIRST_CHUNK_BUDGET_MS,
                 "ws_active_max_per_process": settings.TIERDESK_WS_ACTIVE_MAX,
