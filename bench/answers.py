@@ -73,6 +73,9 @@ def setup_django() -> None:
         TIERDESK_BENCH_DATABASE_URL=os.environ.get("TIERDESK_BENCH_DATABASE_URL", DB_URL),
         TIERDESK_BENCH_REDIS_URL=os.environ.get("TIERDESK_BENCH_REDIS_URL", REDIS_URL),
         TIERDESK_WARMUP_ON_START="false",
+        # The models run inside Daphne (and this process, for summaries and cards), as
+        # in every run of this evaluation so far: it measures answers, not the server.
+        TIERDESK_MODELS=os.environ.get("TIERDESK_MODELS", "inprocess"),
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",
         TIERDESK_LOG_LEVEL="WARNING",
@@ -412,7 +415,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     setup_django()
+    from bench import l1
     from bench.l1 import DaphneServer, free_port, redis_flush
+
+    l1.MODELS["mode"] = os.environ["TIERDESK_MODELS"]
 
     started = time.perf_counter()
     checker = {"test": checker_evaluate("test"), "dev": checker_evaluate("dev")}
@@ -459,9 +465,24 @@ def main(argv: list[str] | None = None) -> int:
         "abstained_on_unanswerable_test": rate(
             sum(r["grade"] == "abstained" for r in unanswerable), len(unanswerable)
         ),
+        **{
+            f"{name}_test_{lang}": rate(
+                sum(r["grade"] == grade for r in group if r["lang"] == lang),
+                sum(r["lang"] == lang for r in group),
+            )
+            for lang in ("en", "zh")
+            for name, grade, group in (
+                ("correct_on_answerable", "correct", answerable),
+                ("abstained_on_unanswerable", "abstained", unanswerable),
+            )
+        },
         "correct_on_answerable_dev": rate(
             sum(r["grade"] == "correct" for r in dev if r["kind"] != "unanswerable"),
             sum(r["kind"] != "unanswerable" for r in dev),
+        ),
+        "abstained_on_unanswerable_dev": rate(
+            sum(r["grade"] == "abstained" for r in dev if r["kind"] == "unanswerable"),
+            sum(r["kind"] == "unanswerable" for r in dev),
         ),
         "l2_share_from_approved_cards": rate(sum(r["card"] for r in l2), len(l2)),
         "l2_card_first_chunk_p50_ms": pct(card_first, 50),
