@@ -161,6 +161,12 @@ class Proc:
         process_group_stop(self.proc, wait_s=20)
 
 
+def daphne_env() -> dict[str, str]:
+    """bench/l1.py's server environment with admission control on, as in production
+    (make bench turns it off: it compares the path to the model with bare llama.cpp)."""
+    return {**bench_env(warmup=True), "TIERDESK_ADMISSION": "true"}
+
+
 class DaphnePool:
     """``n`` Daphne processes accepting on one listening socket, passed with ``--fd`` as
     systemd socket activation would (docs/deployment.md); the kernel spreads the
@@ -195,7 +201,7 @@ class DaphnePool:
                     subprocess.Popen(
                         [daphne, "--fd", str(fd), "-v", "0", "config.asgi:application"],
                         cwd=ROOT,
-                        env=bench_env(warmup=True),
+                        env=daphne_env(),
                         stdout=out,
                         stderr=subprocess.STDOUT,
                         pass_fds=(fd,),
