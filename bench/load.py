@@ -665,6 +665,17 @@ def step_summary(run: StepRun) -> dict[str, Any]:
             for tier in sorted({s.tier for s in ok if s.tier in MIX})
         },
         "degraded": dict(Counter(f"{s.tier}:{s.extra['degraded']}" for s in ok if is_degraded(s))),
+        # First chunk of the replies a model wrote, per tier (what admission measures).
+        "model_first_chunk_ms": {
+            tier: latency(
+                [
+                    float(s.first_ms)
+                    for s in ok
+                    if s.tier == tier and s.model and not is_degraded(s) and s.first_ms is not None
+                ]
+            )
+            for tier in sorted({s.tier for s in ok if s.tier in MIX})
+        },
         # The L1 fact guard replaced the model's text with the template (not admission).
         "guard_template": sum(1 for s in ok if s.model and s.guard == "template"),
         "failed_handshakes": errors.get("connect", 0),
