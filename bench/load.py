@@ -1190,6 +1190,8 @@ def figures_build(
             for tier in ("all", "L1", "L2", "L3"):
                 out[f"{prefix}{tier.lower()}_first_chunk_p95_ms_{n}"] = fc.get(tier, {}).get("p95")
             out[f"{prefix}model_phrased_share_{n}"] = s["model_phrased_share"]
+            model_l1 = s["model_first_chunk_ms"].get("L1", {})
+            out[f"{prefix}l1_model_written_first_chunk_p50_ms_{n}"] = model_l1.get("p50")
             out[f"{prefix}sessions_waited_{n}"] = s["waiting_room"]["sessions_waited"]
             for name, rss in (s.get("memory_mb_end") or {}).items():
                 value = rss.get("rss_mb") if isinstance(rss, dict) else rss
