@@ -161,10 +161,10 @@ class Proc:
         process_group_stop(self.proc, wait_s=20)
 
 
-def daphne_env() -> dict[str, str]:
+def daphne_env(*, admission: bool = True) -> dict[str, str]:
     """bench/l1.py's server environment with admission control on, as in production
     (make bench turns it off: it compares the path to the model with bare llama.cpp)."""
-    return {**bench_env(warmup=True), "TIERDESK_ADMISSION": "true"}
+    return {**bench_env(warmup=True), "TIERDESK_ADMISSION": "true" if admission else "false"}
 
 
 class DaphnePool:
@@ -173,8 +173,8 @@ class DaphnePool:
     connections. The access log is off (``-v 0``): one line per connect and disconnect
     costs the event loop under load, and the proxy in front logs requests anyway."""
 
-    def __init__(self, port: int, n: int) -> None:
-        self.port, self.n = port, n
+    def __init__(self, port: int, n: int, *, admission: bool = True) -> None:
+        self.port, self.n, self.admission = port, n, admission
         self.procs: list[subprocess.Popen[bytes]] = []
         self.sock: socket.socket | None = None
         self.ready_s = 0.0
@@ -201,7 +201,7 @@ class DaphnePool:
                     subprocess.Popen(
                         [daphne, "--fd", str(fd), "-v", "0", "config.asgi:application"],
                         cwd=ROOT,
-                        env=daphne_env(),
+                        env=daphne_env(admission=self.admission),
                         stdout=out,
                         stderr=subprocess.STDOUT,
                         pass_fds=(fd,),
@@ -951,16 +951,19 @@ def main(argv: list[str] | None = None) -> int:
             for n in args.steps
         }
 
-        for phase, routing, daphnes, steps in (
-            ("routing_on", "tiered", 1, args.steps),
-            ("routing_off", "l3_only", 1, args.off_steps),
-            ("two_processes", "tiered", 2, args.procs_steps),
+        # Routing off is the comparison's baseline, as before admission control: every
+        # message to L3 and every reply written by a model (admission off), so the p95
+        # and cost ratios measure what routing saves, not what degrading saves.
+        for phase, routing, daphnes, admission, steps in (
+            ("routing_on", "tiered", 1, True, args.steps),
+            ("routing_off", "l3_only", 1, False, args.off_steps),
+            ("two_processes", "tiered", 2, True, args.procs_steps),
         ):
             if not steps:
                 continue
             os.environ["TIERDESK_ROUTING"] = routing
             redis_flush(env["REDIS_URL"])  # no limiter or breaker state carried over
-            pool = DaphnePool(DAPHNE_PORT, daphnes)
+            pool = DaphnePool(DAPHNE_PORT, daphnes, admission=admission)
             pool.start()
             log(f"{phase}: {daphnes} Daphne (TIERDESK_ROUTING={routing}) on :{DAPHNE_PORT}...")
             pool.wait_ready()
@@ -1117,7 +1120,9 @@ def report_build(
                 "model_server_ready_s": info.get("model_server_ready_s"),
             },
             "procs_steps": args.procs_steps,
-            "routing_off": "TIERDESK_ROUTING=l3_only: Daphne restarted, same sessions replayed",
+            "routing_off": "TIERDESK_ROUTING=l3_only and TIERDESK_ADMISSION=false (every reply "
+            "model-written, as before admission control): Daphne restarted, same sessions "
+            "replayed",
             "l3": {
                 "api_base": info.get("l3_api_base"),
                 "served_model_file": L3_STANDIN_MODEL,
