@@ -162,7 +162,11 @@ def passage_extract(question: str, passages: list[str], *, max_chars: int) -> st
                 break
             picked.append(i)
             size += len(sentences[i])
-        score = sum(o for o, i in ranked if i in picked)
+        # The question's distinct words the picked sentences cover: a sum would let a
+        # passage that repeats "gift card" in three sentences beat the one that says
+        # when gift cards expire (the demo's "do gift cards expire?" got the payment
+        # passage). Ties keep the earlier, better-retrieved passage.
+        score = len(wanted & {t for i in picked for t in ktext.index_tokens(sentences[i])})
         if picked and (best is None or score > best[0]):
             best = (score, [sentences[i] for i in sorted(picked)])
     if best is None:

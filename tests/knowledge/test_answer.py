@@ -147,5 +147,14 @@ def test_extract_picks_the_sentences_that_answer_in_their_order() -> None:
     assert passage_extract("clean boots water", passages, max_chars=30) == (
         "Boots are water resistant."
     )
+    # The passage that covers more of the question wins over one that repeats part of
+    # it in more sentences (the payment passage came before the expiry one here).
+    gift = [
+        "You can pay with a gift card. A gift card balance must cover the full amount.",
+        "Yes. A gift card expires 36 months after it was purchased.",
+    ]
+    assert passage_extract("do gift cards expire?", gift, max_chars=300) == (
+        "A gift card expires 36 months after it was purchased."
+    )
     zh = passage_extract("礼品卡会过期吗", ["礼品卡永不过期。门店营业到晚上九点。"], max_chars=100)
     assert zh == "礼品卡永不过期。"
