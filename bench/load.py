@@ -114,6 +114,7 @@ WARMUP_S = 300.0  # bound on the unmeasured warm-up pass of each phase
 SETTLE_S = 5.0
 SETTLE_MAX_S = 90.0
 PHASES = ("routing_on", "routing_off", "two_processes")
+SHOPPERS_MAX = 250  # distinct shoppers per scenarios_build call (the seeded shop has ~300)
 
 
 @dataclass
@@ -386,11 +387,16 @@ def sessions_build(
     ids; each message is then redrawn as L2 or L3 with the mix's odds. The same
     (sessions, seed) gives the same shoppers and messages, for routing on and off.
     """
-    scenario = scenarios_build(
-        seed=seed + sessions, c1_convs=0, c1_msgs=0, sessions=sessions, msgs=messages
-    )[1]
+    # The seeded shop has about 300 shoppers with 2+ orders: past that, shoppers come
+    # back in a second conversation each (a new connection and session of their own).
+    convs: list[Conv] = []
+    for part in range(-(-sessions // SHOPPERS_MAX)):
+        size = min(SHOPPERS_MAX, sessions - part * SHOPPERS_MAX)
+        scenario = scenarios_build(
+            seed=seed + sessions + part, c1_convs=0, c1_msgs=0, sessions=size, msgs=messages
+        )[1]
+        convs += [conv for lane in scenario.lanes for conv in lane]
     rng = random.Random(f"load-{seed}-{sessions}")
-    convs = [conv for lane in scenario.lanes for conv in lane]
     for conv in convs:
         for k, msg in enumerate(conv.messages):
             draw = rng.random()
