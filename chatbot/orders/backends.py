@@ -339,31 +339,39 @@ class HttpOrderService:
             raise self._bad_response("GET", path, f"HTTP {status}")
         return [self._parse("GET", path, wire.item_from_json, v) for v in body["variants"]]
 
-    def request_return(
-        self, *, customer_id: str, order_id: str, item_ids: list[str]
+    def _return_write(
+        self, *, customer_id: str, order_id: str, action: str, payload: dict[str, Any]
     ) -> ReturnFacts:
+        """A return or an exchange: both answer with the return they opened."""
         result: ReturnFacts = self._order_write(
             customer_id=customer_id,
             order_id=order_id,
-            action="return",
-            payload={"item_ids": list(item_ids)},
+            action=action,
+            payload=payload,
             key="return",
             parse=wire.return_from_json,
         )
         return result
 
+    def request_return(
+        self, *, customer_id: str, order_id: str, item_ids: list[str]
+    ) -> ReturnFacts:
+        return self._return_write(
+            customer_id=customer_id,
+            order_id=order_id,
+            action="return",
+            payload={"item_ids": list(item_ids)},
+        )
+
     def request_exchange(
         self, *, customer_id: str, order_id: str, exchanges: dict[str, str]
     ) -> ReturnFacts:
-        result: ReturnFacts = self._order_write(
+        return self._return_write(
             customer_id=customer_id,
             order_id=order_id,
             action="exchange",
             payload={"exchanges": dict(exchanges)},
-            key="return",
-            parse=wire.return_from_json,
         )
-        return result
 
     def shipping_options(self) -> list[ShippingOption]:
         status, body = self._request("GET", "shipping-options")
