@@ -4,7 +4,12 @@ time, stored-model size and load time, and the held-out evaluation's figures.
 With sentence embeddings (the product default, TIERDESK_ROUTER_EMBEDDINGS) the
 message's embedding is computed once per turn and shared with retrieval through
 knowledge.embedding's query cache; ``decision_ms`` is the decision given that
-embedding, ``embedding_ms`` the forward pass itself (one uncached message).
+embedding, ``embedding_ms`` the forward pass itself (one uncached message), and
+``decision_cold_ms`` the whole decision of a message seen for the first time,
+embedding included when the TF-IDF model was not sure enough to decide without it
+(``embedding_share``: how often). ``training`` times a first training (every example
+embedded), retraining in the same process, and in a new process that finds the
+examples' embeddings in the disk cache.
 
     .venv/bin/python -m bench.router     # writes bench/results/router.json
 
@@ -40,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--decisions", type=int, default=3000)
     parser.add_argument("--train-runs", type=int, default=3)
+    parser.add_argument("--cold", type=int, default=300, help="first-sight decisions to time")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     started_at = datetime.now(UTC)
@@ -61,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.train_runs):
             clf = classifier_train(samples=samples)
             trainings.append(clf.train_seconds)
+        # A new worker process: nothing in memory, the examples' embeddings on disk.
+        from routing import classifier as classifier_module
+
+        classifier_module._example_vectors.clear()
+        disk_cached = classifier_train(samples=samples).train_seconds
         blob = classifier_serialize(clf)
         loads = []
         for _ in range(5):
@@ -72,6 +83,19 @@ def main(argv: list[str] | None = None) -> int:
         messages = [(i.text, i.language) for i in heldout + labelled_load(TRAIN_FILE)]
         rng = random.Random(7)
         route_message(text="warm up", language="en")
+        # First sight of a message: no embedding in the query cache (held-out messages:
+        # training texts are the ones the TF-IDF model is surest of).
+        from knowledge import embedding as embedding_module
+
+        unseen = [(i.text, i.language) for i in heldout]
+        cold, embedded = [], 0
+        for text, language in rng.sample(unseen, min(args.cold, len(unseen))):
+            with embedding_module._query_lock:
+                embedding_module._query_cache.clear()
+            t = time.perf_counter()
+            decision = route_message(text=text, language=language)
+            cold.append((time.perf_counter() - t) * 1000)
+            embedded += bool(decision.reason.get("embedded"))
         # Every message's embedding in the query cache first, as retrieval's would be.
         for text, language in messages:
             route_message(text=text, language=language)
@@ -113,6 +137,14 @@ def main(argv: list[str] | None = None) -> int:
             "cpu_p50": pct(cpu, 50),
             "cpu_p95": pct(cpu, 95),
         },
+        "decision_cold_ms": {
+            "messages": len(cold),
+            "p50": pct(cold, 50),
+            "p95": pct(cold, 95),
+            "embedding_share": round(embedded / len(cold), 4) if cold else None,
+            "embed_below": clf.embed_below,
+            "note": "a message seen for the first time, embedding included when needed",
+        },
         "embedding_ms": {
             "messages": len(embedding_ms),
             "p50": pct(embedding_ms, 50) if embedding_ms else None,
@@ -128,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
             "examples": len(samples),
             "seconds_median": round(statistics.median(trainings), 3),
             "seconds_runs": [round(s, 3) for s in trainings],
+            "seconds_first": round(trainings[0], 3),
+            "seconds_new_process_disk_cache": round(disk_cached, 3),
             "model_bytes": len(blob),
             "model_load_ms_median": round(statistics.median(loads), 1),
         },
@@ -151,6 +185,11 @@ def main(argv: list[str] | None = None) -> int:
             "decision_ms_p95": report["decision_ms"]["p95"],
             "embedding_ms_p95": report["embedding_ms"]["p95"],
             "training_seconds": report["training"]["seconds_median"],
+            "training_seconds_first": report["training"]["seconds_first"],
+            "training_seconds_disk_cache": report["training"]["seconds_new_process_disk_cache"],
+            "decision_cold_ms_p50": report["decision_cold_ms"]["p50"],
+            "decision_cold_ms_p95": report["decision_cold_ms"]["p95"],
+            "embedding_share": report["decision_cold_ms"]["embedding_share"],
             "heldout_tier_accuracy_en": result["by_language"]["en"]["tier_accuracy"],
             "heldout_tier_accuracy_zh": result["by_language"]["zh"]["tier_accuracy"],
             "heldout_oos_recall": result["overall"]["out_of_scope_recall"],
@@ -165,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     d, tr = report["decision_ms"], report["training"]
     print(
         f"router: decision p50 {d['p50']} ms p95 {d['p95']} ms (cpu p95 {d['cpu_p95']} ms); "
+        f"first sight p50 {report['decision_cold_ms']['p50']} p95 "
+        f"{report['decision_cold_ms']['p95']} ms, embedded "
+        f"{report['decision_cold_ms']['embedding_share']}; "
         f"training {tr['seconds_median']} s on {tr['examples']} examples; model "
         f"{tr['model_bytes']} bytes, load {tr['model_load_ms_median']} ms"
     )

@@ -160,7 +160,7 @@ def retrain_status() -> dict[str, Any]:
                 "configured_threshold": threshold,
                 "chosen": chosen,
                 # The curve's point nearest the configured threshold (the grid's step
-                # is 0.05), marked in the table.
+                # is 0.025), marked in the table.
                 "configured_point": min(
                     (p["threshold"] for p in calibration["curve"]),
                     key=lambda t: abs(t - threshold),

@@ -150,6 +150,7 @@ def product_run(
             snapshot=snapshot,
             clarify_threshold=threshold,
             embedding=vector if classifier.embedding_dim else None,
+            curve_threshold=threshold is not None,
         )
         latencies.append((time.perf_counter() - t) * 1000)
         predicted.append(None if decision.tier == CLARIFY else decision.intent)

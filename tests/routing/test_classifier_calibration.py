@@ -24,7 +24,7 @@ def test_training_calibrates_and_measures_the_out_of_scope_trade_off() -> None:
     assert calibration["off_topic"] >= 100
     assert 0.05 <= trained.temperature <= 20
     curve = calibration["curve"]
-    assert [p["threshold"] for p in curve] == [round(0.05 * i, 2) for i in range(1, 20)]
+    assert [p["threshold"] for p in curve] == [round(0.025 * i, 3) for i in range(1, 40)]
     accuracy = [p["in_scope_accuracy"] for p in curve]
     recall = [p["oos_recall"] for p in curve]
     # A higher threshold answers fewer messages and catches more off-topic ones.
@@ -166,3 +166,99 @@ def test_admin_picks_a_point_of_the_curve_and_routing_applies_it(admin_client: C
     )
     assert "Choose one of the points" in bad.content.decode()
     assert OutOfScopePoint.objects.count() == 1
+
+
+@pytest.mark.models
+@pytest.mark.django_db
+def test_embedding_only_when_unsure_nearest_example_score_and_disk_cache(
+    monkeypatch: pytest.MonkeyPatch, settings: object, tmp_path: object
+) -> None:
+    """#17 items 1, 3 and 4: the in-scope score weighs the nearest example; a message
+    the TF-IDF-only model is sure of is decided without its embedding; a new process
+    retrains from the disk cache of example embeddings."""
+    from dataclasses import replace
+
+    from knowledge import embedding as embedding_module
+    from routing.interchange import intents_import
+
+    settings.VAR_DIR = tmp_path  # type: ignore[attr-defined]
+    intents_import(
+        "intent,tier,text\n"
+        "store_hours,L1,when do you open\n"
+        "store_hours,L1,what are your opening hours\n"
+        "store_hours,L1,are you open on sunday\n"
+        "store_hours,L1,what time do you close\n"
+        "returns,L1,how do i return a jacket\n"
+        "returns,L1,i want to send the shoes back\n"
+        "returns,L1,return this item please\n"
+        "returns,L1,can i give back the lamp\n",
+        fmt="csv",
+        default_language="en",
+    )
+    samples = classifier_samples()
+    trained = classifier_train(samples=samples, embeddings=True)
+    assert trained.oos_weights is not None and trained.example_vectors is not None
+    assert trained.oos_weights[1] > 0  # nearer an example: more in scope
+    near = embedding_module.embed_query("what are your opening hours on sunday")
+    far = embedding_module.embed_query("who won the football world cup in 1998")
+    assert trained.in_scope_score(top_probability=0.9, embedding=near) > trained.in_scope_score(
+        top_probability=0.9, embedding=far
+    )
+    if trained.tfidf_weights is None:
+        # On so few examples the calibration fold found no safe cut (none is stored
+        # then): fit the TF-IDF-only model here to drive the router's fast path.
+        from routing.classifier import features_text
+        from routing.text import text_normalise
+
+        x = trained.vectorizer.transform([features_text(text_normalise(t)) for t, _ in samples])
+        labels = np.array([trained.intents.index(intent) for _, intent in samples])
+        weights, bias = classifier_module._weights_of(classifier_module._tfidf_fit(x, labels))
+        trained = replace(trained, tfidf_weights=weights, tfidf_bias=bias, tfidf_temperature=1.0)
+
+    snapshot = replace(router_snapshot_get(), classifier=replace(trained, embed_below=0.0))
+    text = "are you open on sunday"
+    with embedding_module._query_lock:
+        embedding_module._query_cache.clear()
+    quick = route_decide(text=text, language="en", snapshot=snapshot, clarify_threshold=0.0)
+    assert quick.intent == "store_hours" and quick.reason["embedded"] is False
+    assert not embedding_module._query_cache  # no forward pass for this message
+    slow = route_decide(
+        text=text,
+        language="en",
+        snapshot=replace(snapshot, classifier=replace(trained, embed_below=1.01)),
+        clarify_threshold=0.0,
+    )
+    assert slow.intent == "store_hours" and slow.reason["embedded"] is True
+    # A point of the out-of-scope curve applies to the in-scope score; the setting's
+    # (or a release's) threshold to the top probability, as before.
+    always_embed = replace(snapshot, classifier=replace(trained, embed_below=None))
+    question = "who won the football world cup in 1998"
+    plain, on_curve = (
+        route_decide(
+            text=question,
+            language="en",
+            snapshot=always_embed,
+            clarify_threshold=0.0,
+            curve_threshold=curve,
+        )
+        for curve in (False, True)
+    )
+    assert plain.confidence == pytest.approx(plain.reason["top"][0][1], abs=1e-4)
+    assert on_curve.confidence == pytest.approx(
+        trained.in_scope_score(top_probability=plain.confidence, embedding=far)
+    )
+    assert on_curve.confidence < plain.confidence
+
+    # A new worker process: nothing in memory; the examples come from the disk cache.
+    classifier_module._example_vectors.clear()
+    calls: list[int] = []
+    real = embedding_module.embed_texts
+
+    def counting(texts: list[str], **kwargs: object) -> np.ndarray:
+        calls.append(len(texts))
+        return real(texts, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(embedding_module, "embed_texts", counting)
+    again = classifier_train(samples=samples, embeddings=True)
+    assert calls == []
+    assert np.allclose(again.weights, trained.weights)
