@@ -196,6 +196,7 @@ def test_embedding_only_when_unsure_nearest_example_score_and_disk_cache(
         default_language="en",
     )
     samples = classifier_samples()
+    classifier_module._example_vectors.clear()  # as in a new process: all go to disk
     trained = classifier_train(samples=samples, embeddings=True)
     assert trained.oos_weights is not None and trained.example_vectors is not None
     assert trained.oos_weights[1] > 0  # nearer an example: more in scope
