@@ -516,8 +516,7 @@ def _embed_below_choose(
     probability reaches it (and the threshold), embedding only the rest, loses neither
     in-scope accuracy nor out-of-scope recall on the calibration fold's messages that
     have an embedding, at every operating point in ``points``: (threshold, held-out
-    examples' scores, negatives' scores), i.e. the suggested point on the in-scope
-    score and the setting's threshold on the top probability. ``correct``: the
+    examples' scores, negatives' scores). ``correct``: the
     combined model's top intent is right; ``tfidf_*``: the TF-IDF-only model's
     probabilities of the same rows."""
     if not held_embedded.any():
@@ -812,13 +811,14 @@ def classifier_train(
             tfidf_temperature = _temperature_fit(held_tfidf, held_columns)
             negative_tfidf = tfidf_scores([texts[i] for i in unseen_part] + off_topic)
             embed_below = _embed_below_choose(
+                # The fast path serves the setting's threshold (on the top
+                # probability); a point of the curve needs the embedding anyway.
                 points=[
-                    (suggested, held_score, pooled_score),
                     (
                         float(settings.TIERDESK_ROUTER_CLARIFY_THRESHOLD),
                         held_probs.max(1),
                         pooled.max(1),
-                    ),
+                    )
                 ],
                 correct=correct,
                 held_embedded=held_embedded,

@@ -331,7 +331,8 @@ def route_decide(
     embedded = False
     if classifier.embedding_dim:
         needs = bool(embedding.any()) if embedding is not None else embedding_applies(text)
-        if needs:
+        # A point of the curve is on the in-scope score, which needs the embedding.
+        if needs and not on_curve:
             quick = classifier.predict_without_embedding(text=normalised)
             if (
                 quick is not None
