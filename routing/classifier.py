@@ -207,7 +207,7 @@ class TrainedClassifier:
         embedding the score also weighs its similarity to the nearest example. On
         BANKING77's out-of-scope variant (threshold from the training data's folds,
         test queries never used): in-scope accuracy / out-of-scope recall 0.812 / 0.866
-        with the top probability, 0.854 / 0.838 with this score (docs/routing.md).
+        with the top probability, 0.858 / 0.824 with this score (docs/routing.md).
         A message without an embedding (Chinese, see ``embedding_applies``) keeps the
         top probability."""
         if (
