@@ -320,35 +320,45 @@ class _Rule(Protocol):
     def evaluate(self, *, text: str, tokens: int, language: str) -> dict[str, Any] | None: ...
 
 
-def handoff_recognise(
-    *,
-    normalised: str,
-    language: str,
-    rules: Sequence[_Rule],
-    scorer: HandoffScorer | None,
-    embedding_of: Callable[[str], np.ndarray | None],
-) -> HandoffVerdict:
-    """Whether ``normalised`` asks for a person: a rule of the handoff intent or the
-    scorer, on what is left after the vetoed clauses. ``embedding_of(text)``: the
-    sentence embedding of a (non-normalised or normalised) text, or None."""
+def handoff_by_rule(*, normalised: str, language: str, rules: Sequence[_Rule]) -> HandoffVerdict:
+    """A rule of the handoff intent on what is left of ``normalised`` after the vetoed
+    clauses (the router asks at the rules' priority)."""
     from routing.text import text_tokens
 
-    if not handoff_cue(normalised):
-        return HandoffVerdict(False, None, {})
-    remainder, vetoes = handoff_remainder(normalised)
-    # The reason has the router's shape: a rule's is the rule's ("kind": "rule").
-    vetoed: dict[str, Any] = {"vetoed": vetoes} if vetoes else {}
-    if not remainder or not handoff_cue(remainder):
-        return HandoffVerdict(False, None, vetoed)
-    tokens = len(text_tokens(remainder))
-    for rule in rules:
-        evidence = rule.evaluate(text=remainder, tokens=tokens, language=language)
-        if evidence is not None:
-            reason = {"kind": "rule", "rule": rule.name, "rule_kind": rule.kind, **evidence}
-            return HandoffVerdict(True, None, {**reason, **vetoed})
-    if scorer is None:
+    remainder, vetoed = _remainder(normalised)
+    if remainder:
+        tokens = len(text_tokens(remainder))
+        for rule in rules:
+            evidence = rule.evaluate(text=remainder, tokens=tokens, language=language)
+            if evidence is not None:
+                reason = {"kind": "rule", "rule": rule.name, "rule_kind": rule.kind, **evidence}
+                return HandoffVerdict(True, None, {**reason, **vetoed})
+    return HandoffVerdict(False, None, vetoed)
+
+
+def handoff_by_scorer(
+    *,
+    normalised: str,
+    scorer: HandoffScorer,
+    embedding_of: Callable[[str], np.ndarray | None],
+) -> HandoffVerdict:
+    """The scorer on what is left after the vetoed clauses (the router asks when no
+    rule decided). ``embedding_of(text)``: that text's sentence embedding."""
+    remainder, vetoed = _remainder(normalised)
+    if not remainder:
         return HandoffVerdict(False, None, vetoed)
     embedding = embedding_of(remainder) if scorer.embedding_dim else None
     score = scorer.score(normalised=remainder, embedding=embedding)
     reason = {"kind": "handoff_scorer", "score": round(score, 4), "threshold": scorer.threshold}
     return HandoffVerdict(score >= scorer.threshold, score, {**reason, **vetoed})
+
+
+def _remainder(normalised: str) -> tuple[str, dict[str, Any]]:
+    """The text left to decide on ("" when nothing names a person), and the vetoes as
+    a reason (the router's shape: a rule's reason stays the rule's)."""
+    if not handoff_cue(normalised):
+        return "", {}
+    remainder, vetoes = handoff_remainder(normalised)
+    if not handoff_cue(remainder):
+        remainder = ""
+    return remainder, ({"vetoed": vetoes} if vetoes else {})
