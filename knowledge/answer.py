@@ -299,3 +299,46 @@ def answer_plan(
         if settings.TIERDESK_KB_GROUNDING_GUARD
         else None,
     )
+
+
+# -- the rule beside an order flow -------------------------------------------------------------
+# The share of the question's words the best passage must hold for an order flow to
+# quote it: higher than L2's bar, since the flow answers anyway (tuned on dev).
+RULE_MIN_COVERAGE = 0.75
+
+
+@dataclass
+class RuleAnswer:
+    """What the knowledge base says about a message an order flow received."""
+
+    text: str
+    citations: list[dict[str, Any]]
+    how: str  # "card" | "passage"
+
+
+def rule_answer(*, question: str, language: str) -> RuleAnswer | None:
+    """The shop's rule for a question an L1 order flow received ("can I still return my
+    order after 30 days?", "how long does shipping take for my order?"): an approved
+    card's answer, else the sentences of the best relevant passage that holds nearly
+    all the question's words (an extract: the article's own words). None when the
+    knowledge base doesn't answer it; the flow then only does its own part. Blocking
+    (embedding, search)."""
+    from .cards import card_match
+
+    lang = language if language in SYSTEM else "en"
+    try:
+        match = card_match(question=question, language=lang)
+    except Exception:
+        logger.exception("answer cards unavailable for an order flow")
+        match = None
+    if match is not None:
+        return RuleAnswer(text=match.row.answer, citations=[match.citation()], how="card")
+    result = passages_retrieve(question=question, language=lang)
+    top = next((p for p in result.passages if p.relevant), None)
+    if top is None:
+        return None
+    coverage = question_coverage(question, [passage_material(top)])
+    if not coverage.answers or coverage.share < RULE_MIN_COVERAGE:
+        return None
+    text = passage_extract(question, [top.text], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS)
+    return RuleAnswer(text=text, citations=[top.citation()], how="passage") if text else None

@@ -310,6 +310,7 @@ _SYNONYMS = {
     "send": "return",
     "refund": "refund",
     "clean": "wash",
+    "pick": "pickup",
     "launder": "wash",
     "购买": "买",
     "购": "买",

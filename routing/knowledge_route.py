@@ -8,7 +8,9 @@ question (not about the shopper's own order) is checked against the knowledge ba
   the classifier said (except a rule: handoff, greetings, order ids);
 - the classifier was unsure or called it out of scope, or chose an order intent for
   a question asked in general ("how long does a refund to my card take?"), and
-  retrieval finds a relevant passage: L2.
+  retrieval finds a relevant passage: L2;
+- a question the classifier placed nowhere, with nothing in the knowledge base: L2
+  too, which says it doesn't know and offers a person (not the clarify menu).
 
 A message about the shopper's own order ("where is my order", an order id, "cancel
 it") keeps its order intent: the L1 flow acts on that order. A statement such as
@@ -89,6 +91,22 @@ def is_rule_question(text: str) -> bool:
     return bool(_RULE.search(text)) and not _STATUS.search(text)
 
 
+def _unknown_question(decision: rt.RouteDecision, text: str) -> bool:
+    """A question the classifier placed nowhere ("do you ship to Antarctica?"), about
+    no order of the shopper's: L2 answers it or says it doesn't know and offers a
+    person, a real abstention, where the clarify menu would only ask again. A guess at
+    an order intent below the clarify threshold keeps its clarify."""
+    if decision.tier != rt.CLARIFY or decision.intent != rt.OUT_OF_SCOPE:
+        return False
+    if decision.reason.get("candidate") in rt.ORDER_INTENTS or is_personal(text):
+        return False
+    if not is_question(text):
+        return False
+    from knowledge.entail import question_coverage
+
+    return bool(question_coverage(text, []).terms)
+
+
 def knowledge_route(decision: rt.RouteDecision, *, text: str, language: str) -> rt.RouteDecision:
     """The decision, or L2 when the knowledge base answers the question."""
     if not settings.TIERDESK_ROUTE_BY_KNOWLEDGE or decision.tier == rt.L2:
@@ -137,6 +155,8 @@ def knowledge_route(decision: rt.RouteDecision, *, text: str, language: str) -> 
                     f"passage {top.chunk_id} (similarity {top.similarity:.2f}, "
                     f"covers {coverage.share:.2f})"
                 )
+    if not how and _unknown_question(decision, text):
+        how = "a question the knowledge base doesn't answer: L2 says so and offers a person"
     if not how:
         return decision
     reason = {
