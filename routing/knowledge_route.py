@@ -71,6 +71,10 @@ _STATUS = re.compile(
 # The share of the question's words a passage must hold to take a question from the
 # large tier or from the shopper's own order (tuned on the dev split).
 _STRONG_COVERAGE = 0.75
+# The classifier's out-of-scope probability above which a question is off the shop's
+# topics altogether (weather, jokes: 1.0) rather than a shop question nobody wrote an
+# article for ("do you ship to Antarctica?": 0.81). Tuned on the dev split.
+_OFF_TOPIC = 0.95
 # Decisions a knowledge answer may replace (rules for handoff, greetings and order ids
 # are never overridden).
 _GENERAL = {rt.OUT_OF_SCOPE, rt.KNOWLEDGE_QUESTION, rt.COMPLEX_QUESTION}
@@ -95,11 +99,15 @@ def _unknown_question(decision: rt.RouteDecision, text: str) -> bool:
     """A question the classifier placed nowhere ("do you ship to Antarctica?"), about
     no order of the shopper's: L2 answers it or says it doesn't know and offers a
     person, a real abstention, where the clarify menu would only ask again. A guess at
-    an order intent below the clarify threshold keeps its clarify."""
+    an order intent below the clarify threshold, and a question clearly off the shop's
+    topics, keep their clarify."""
     if decision.tier != rt.CLARIFY or decision.intent != rt.OUT_OF_SCOPE:
         return False
     if decision.reason.get("candidate") in rt.ORDER_INTENTS or is_personal(text):
         return False
+    top = decision.reason.get("top") or []
+    if decision.reason.get("why") == rt.OUT_OF_SCOPE and top and top[0][1] >= _OFF_TOPIC:
+        return False  # "what's the weather in Paris?": the menu says what the bot is for
     if not is_question(text):
         return False
     from knowledge.entail import question_coverage

@@ -106,5 +106,13 @@ def test_an_unplaced_question_with_nothing_in_the_kb_goes_to_l2_to_say_so(
     assert decision.tier == rt.L2 and decision.reason["kind"] == "knowledge"
     assert "doesn't answer" in decision.reason["by"]
     assert unsure("asdf qwerty zxcv").tier == rt.CLARIFY
+    off_topic = rt.RouteDecision(
+        tier=rt.CLARIFY,
+        intent=rt.OUT_OF_SCOPE,
+        confidence=1.0,
+        reason={"kind": "clarify", "why": rt.OUT_OF_SCOPE, "top": [[rt.OUT_OF_SCOPE, 1.0]]},
+    )
+    text = "what's the weather in Paris tomorrow?"
+    assert knowledge_route(off_topic, text=text, language="en").tier == rt.CLARIFY
     assert unsure("where is my package?").tier == rt.CLARIFY
     assert unsure("when does it come?", candidate=rt.ORDER_STATUS).tier == rt.CLARIFY
