@@ -311,6 +311,7 @@ _SYNONYMS = {
     "refund": "refund",
     "clean": "wash",
     "pick": "pickup",
+    "color": "colour",
     "launder": "wash",
     "购买": "买",
     "购": "买",

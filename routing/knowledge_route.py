@@ -124,8 +124,12 @@ def knowledge_route(decision: rt.RouteDecision, *, text: str, language: str) -> 
     strict = False
     if is_personal(text):
         # An order id is always about that order; "my order" only when the question is
-        # about the rule rather than a request or a status question.
-        if order_id_find(text) or not (is_question(text) and is_rule_question(text)):
+        # about the rule rather than a request or a status question, or when the
+        # classifier placed it nowhere ("my package was delivered and shipping was too
+        # expensive, can I get some back?"): no order flow would take it anyway.
+        if order_id_find(text):
+            return decision
+        if decision.tier != rt.CLARIFY and not (is_question(text) and is_rule_question(text)):
             return decision
         strict = True
     general = decision.intent in _GENERAL or decision.tier in (rt.CLARIFY, rt.L3)

@@ -11,7 +11,7 @@ import pytest
 from knowledge import cards, index, services
 from knowledge.models import AnswerCard
 from routing import types as rt
-from routing.knowledge_route import is_personal, is_question, knowledge_route
+from routing.knowledge_route import _unknown_question, is_personal, is_question, knowledge_route
 from routing.router import route_message
 
 pytestmark = pytest.mark.django_db
@@ -115,4 +115,14 @@ def test_an_unplaced_question_with_nothing_in_the_kb_goes_to_l2_to_say_so(
     text = "what's the weather in Paris tomorrow?"
     assert knowledge_route(off_topic, text=text, language="en").tier == rt.CLARIFY
     assert unsure("where is my package?").tier == rt.CLARIFY
-    assert unsure("when does it come?", candidate=rt.ORDER_STATUS).tier == rt.CLARIFY
+    # About "my order" but placed nowhere: the card answers it.
+    assert unsure("my order came with a gift card, do gift cards expire?").tier == rt.L2
+    # A guess at an order intent is not "a question nobody wrote about" (whatever else
+    # the knowledge base may still answer for it).
+    guess = rt.RouteDecision(
+        tier=rt.CLARIFY,
+        intent=rt.OUT_OF_SCOPE,
+        confidence=0.3,
+        reason={"kind": "clarify", "why": "low_confidence", "candidate": rt.ORDER_STATUS},
+    )
+    assert not _unknown_question(guess, "when does it come?")
