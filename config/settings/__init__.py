@@ -658,6 +658,11 @@ TIERDESK_FIRST_CHUNK_MARGIN_MS = env_int("TIERDESK_FIRST_CHUNK_MARGIN_MS", 60)
 # one leaves (0: no limit). A message over the global bucket or the dynamic window waits
 # for its turn too (at most TIERDESK_LOAD_WAIT_MAX_S), instead of a rate_limited error.
 TIERDESK_WS_ACTIVE_MAX = env_int("TIERDESK_WS_ACTIVE_MAX", 400)
+# Threads per Daphne process for the chat's database calls and for turn planning
+# (chatbot.threads): not Channels' one thread-sensitive thread, which serialised every
+# connection's database work. Each thread holds at most one PostgreSQL connection.
+TIERDESK_DB_THREADS = env_int("TIERDESK_DB_THREADS", 8)
+TIERDESK_PLAN_THREADS = env_int("TIERDESK_PLAN_THREADS", 4)
 TIERDESK_LOAD_WAIT_MAX_S = env_float("TIERDESK_LOAD_WAIT_MAX_S", 30.0)
 TIERDESK_NORMAL_WEIGHT = env_float("TIERDESK_NORMAL_WEIGHT", 1.0)
 # Exact-match response cache: the switch, entry lifetime, and the tiers it serves.
