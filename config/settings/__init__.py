@@ -578,7 +578,7 @@ TIERDESK_KB_CARD_MIN_OVERLAP = env_float("TIERDESK_KB_CARD_MIN_OVERLAP", 0.6)
 # The question against the card's heading+answer (cosine), and for Chinese the share of
 # the question's character pairs found in the card: both tuned on the eval's dev split.
 TIERDESK_KB_CARD_MIN_ANSWER_SIMILARITY = env_float("TIERDESK_KB_CARD_MIN_ANSWER_SIMILARITY", 0.65)
-TIERDESK_KB_CARD_MIN_ZH_COVERAGE = env_float("TIERDESK_KB_CARD_MIN_ZH_COVERAGE", 0.4)
+TIERDESK_KB_CARD_MIN_ZH_COVERAGE = env_float("TIERDESK_KB_CARD_MIN_ZH_COVERAGE", 0.35)
 TIERDESK_KB_CARD_ANSWER_CHARS = env_int("TIERDESK_KB_CARD_ANSWER_CHARS", 320)
 # Knowledge-aware routing (routing.knowledge_route): a general question that an
 # approved card or a relevant passage answers goes to L2 even if the classifier chose
