@@ -161,6 +161,22 @@ def test_an_idle_model_is_predicted_from_idle_turns_not_busy_ones() -> None:
     assert busy[:2] == (False, False) and busy[2] == pytest.approx(700, abs=1)
 
 
+def test_one_slow_turn_does_not_hold_the_tier_off_its_model() -> None:
+    """The prediction is the median of the last turns at that load: one slow first chunk
+    among fast ones leaves the next turn admitted (an average moved over the budget and
+    kept later turns from measuring it back down)."""
+
+    async def scenario() -> tuple[bool, bool]:
+        gate = admission()
+        for i, first_s in enumerate((0.2, 0.2, 0.2, 0.9)):
+            ticket = gate.admit(tier="L1", role="fast", received_at=10.0 * i, now=10.0 * i)
+            gate.first_chunk(ticket, at=ticket.admitted_at + first_s, queue_s=0.0)
+        ticket = gate.admit(tier="L1", role="fast", received_at=40.0, now=40.1)
+        return ticket.admitted, ticket.probe
+
+    assert asyncio.run(scenario()) == (True, False)
+
+
 @pytest.mark.models
 async def test_l1_within_budget_is_model_phrased(
     seeded_shop: None, model_files: None, settings: Any
