@@ -23,8 +23,11 @@ Sync and CPU-bound like the rest of the router: call it off the event loop.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
+import os
+import pickle
 import re
 import threading
 import time
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+import sklearn
 from django.conf import settings
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
@@ -185,6 +189,14 @@ class HandoffScorer:
     def _lookup(self) -> TfidfLookup:
         return tfidf_lookup(self.vectorizer)
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_lookup", None)  # rebuilt after loading; analyzers don't pickle
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     def score(self, *, normalised: str, embedding: np.ndarray | None) -> float:
         """P(a request for a person) for a normalised text and, when the scorer uses
         them, its sentence embedding."""
@@ -276,29 +288,76 @@ def handoff_scorer_train(
 
 
 _scorer: HandoffScorer | None = None
-_scorer_key: bool | None = None
+_scorer_embeddings: bool | None = None
 _scorer_lock = threading.Lock()
 
 
+def _training_key(samples: Sequence[tuple[str, bool]], embeddings: bool) -> str:
+    """What the trained scorer depends on: its samples, the embedding model (or none),
+    scikit-learn's version and this module's constants."""
+    digest = hashlib.sha256()
+    if embeddings:
+        from knowledge.embedding import model_path
+
+        digest.update(model_path().encode())
+    parts = [sklearn.__version__, repr((_C, _EMBEDDING_WEIGHT, THRESHOLD, THRESHOLD_NO_EMBEDDINGS))]
+    for part in parts + [f"{int(label)}\t{text}" for text, label in samples]:
+        digest.update(part.encode())
+        digest.update(b"\n")
+    return digest.hexdigest()[:24]
+
+
+def _stored_path(key: str) -> Path:
+    return Path(settings.VAR_DIR) / "handoff" / f"scorer-{key}.pickle"
+
+
 def handoff_scorer_get() -> HandoffScorer:
-    """This process's scorer, trained on first use (seconds with embeddings: call it
-    at start-up, off the event loop). Trained from files, so every process has the
-    same one; retrained if the embeddings setting changes (tests)."""
-    global _scorer, _scorer_key
-    key = bool(settings.TIERDESK_ROUTER_EMBEDDINGS)
+    """This process's scorer. Trained from files, so every process would train the
+    same one: the first stores it under VAR_DIR and the others load it (~10 ms), since
+    embedding its ~1,800 examples takes tens of seconds on a busy 2-core machine. Called
+    in the start-up preload with the router, off the event loop."""
+    global _scorer, _scorer_embeddings
+    embeddings = bool(settings.TIERDESK_ROUTER_EMBEDDINGS)
     scorer = _scorer
-    if scorer is not None and _scorer_key == key:
+    # Called on every routed message (router_snapshot_get): the files it is trained
+    # from don't change while the process runs, so only the setting is compared.
+    if scorer is not None and _scorer_embeddings == embeddings:
         return scorer
     with _scorer_lock:
-        if _scorer is None or _scorer_key != key:
-            from routing.classifier import examples_embed
-
-            _scorer = handoff_scorer_train(embed=examples_embed if key else None)
-            _scorer_key = key
-            logger.info(
-                "handoff scorer: %d examples in %.2fs", _scorer.examples, _scorer.train_seconds
-            )
+        if _scorer is None or _scorer_embeddings != embeddings:
+            samples = training_samples()
+            key = _training_key(samples, embeddings)
+            _scorer = _scorer_load(key) or _scorer_store(key, samples, embeddings)
+            _scorer_embeddings = embeddings
         return _scorer
+
+
+def _scorer_load(key: str) -> HandoffScorer | None:
+    try:
+        # Written by this code into this deployment's VAR_DIR, like the models there.
+        loaded = pickle.loads(_stored_path(key).read_bytes())
+    except FileNotFoundError:
+        return None
+    except Exception:  # a truncated or foreign file: train again
+        logger.exception("stored handoff scorer %s unreadable; training", key)
+        return None
+    return loaded if isinstance(loaded, HandoffScorer) else None
+
+
+def _scorer_store(key: str, samples: list[tuple[str, bool]], embeddings: bool) -> HandoffScorer:
+    from routing.classifier import examples_embed
+
+    scorer = handoff_scorer_train(samples, embed=examples_embed if embeddings else None)
+    logger.info("handoff scorer: %d examples in %.2fs", scorer.examples, scorer.train_seconds)
+    path = _stored_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_bytes(pickle.dumps(scorer))
+        os.replace(partial, path)  # atomic: another process reads all of it or nothing
+    except OSError:
+        logger.exception("could not store the handoff scorer at %s", path)
+    return scorer
 
 
 # --- the decision ---------------------------------------------------------------------

@@ -650,9 +650,13 @@ TIERDESK_FIRST_CHUNK_BUDGET_MS = {
     "L3": TIERDESK_L3_FIRST_CHUNK_BUDGET_MS,
 }
 TIERDESK_ADMISSION_PROBE_S = env_float("TIERDESK_ADMISSION_PROBE_S", 2.0)
-# Kept from each budget for sending the degraded text and the way to the shopper: the
-# prediction and the hard deadline aim at budget minus this.
+# Kept from each budget for the prediction's error (and then the degraded text's way to
+# the shopper): admission aims at budget minus this.
 TIERDESK_FIRST_CHUNK_MARGIN_MS = env_int("TIERDESK_FIRST_CHUNK_MARGIN_MS", 60)
+# An admitted turn is cut off at its budget less this (the degraded text's way out): the
+# prediction's margin above is for its error, and cutting there too degraded turns whose
+# model was about to start (issue #16: at 5 sessions every degraded turn was a deadline).
+TIERDESK_FIRST_CHUNK_SEND_MS = env_int("TIERDESK_FIRST_CHUNK_SEND_MS", 20)
 # The waiting room (chatbot.consumers, docs/protocol.md "wait"): connections per Daphne
 # process beyond which a new shopper is accepted but waits, told "you are n-th", until
 # one leaves (0: no limit). A message over the global bucket or the dynamic window waits
