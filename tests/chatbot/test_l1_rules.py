@@ -16,10 +16,10 @@ import pytest
 
 from chatbot.answerers.l1 import L1Answerer
 from chatbot.dialogue import TurnContext
-from knowledge import cards, index, services
-from knowledge.models import AnswerCard
+from knowledge import cards, index
 from routing import types as rt
 from routing.templates import template_get
+from tests.kb import approved_article
 
 pytestmark = pytest.mark.django_db
 
@@ -38,17 +38,7 @@ name, zip code, phone number and email address.
 
 @pytest.fixture
 def kb(seeded_shop: None, settings: Any) -> Iterator[None]:
-    settings.TIERDESK_KB_REFRESH_S = 0.0
-    settings.TIERDESK_KB_SUMMARY_ROLE = ""
-    index.reset()
-    cards.cards_reset()
-    doc = services.document_create(
-        title="Returns and accounts", text=ARTICLE, language="en", source_format="markdown"
-    )
-    services.document_ingest(document_id=doc.pk)
-    cards.cards_sync(document_id=doc.pk)
-    ids = list(AnswerCard.objects.values_list("pk", flat=True))
-    cards.card_review(card_ids=ids, status=AnswerCard.Status.APPROVED, user_id=None)
+    approved_article(settings, title="Returns and accounts", text=ARTICLE)
     yield
     index.reset()
     cards.cards_reset()

@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from knowledge import cards, index, services
-from knowledge.models import AnswerCard
 from routing import types as rt
 from routing.knowledge_route import _unknown_question, is_personal, is_question, knowledge_route
 from routing.router import route_message
+from tests.kb import approved_article
 
 pytestmark = pytest.mark.django_db
 
@@ -27,17 +26,7 @@ Gift cards expire 36 months after purchase. They can be used online and in every
 @pytest.fixture
 def gift_card_article(seeded: dict[str, int], settings: Any) -> None:
     """A support admin adds an article and approves its card; the router is not retrained."""
-    settings.TIERDESK_KB_REFRESH_S = 0.0
-    settings.TIERDESK_KB_SUMMARY_ROLE = ""
-    index.reset()
-    cards.cards_reset()
-    doc = services.document_create(
-        title="Gift cards", text=GIFT_CARDS, language="en", source_format="markdown"
-    )
-    services.document_ingest(document_id=doc.pk)
-    cards.cards_sync(document_id=doc.pk)
-    ids = list(AnswerCard.objects.values_list("pk", flat=True))
-    cards.card_review(card_ids=ids, status=AnswerCard.Status.APPROVED, user_id=None)
+    approved_article(settings, title="Gift cards", text=GIFT_CARDS)
 
 
 def route(text: str) -> rt.RouteDecision:
