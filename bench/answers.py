@@ -50,10 +50,13 @@ TARGETS = {
     "l2_card_first_chunk_p95_ms": 400.0,
 }
 # What a "don't know" reply says (knowledge.answer.DONT_KNOW, the L3 abstention and the
-# handoff offers), lower-cased.
+# handoff offers), lower-cased. The clarify menu ("Sorry, I'm not sure I understood.
+# I can help with...") is no abstention: it neither says the shop doesn't know nor
+# offers a person, so "not sure" is not in the list (until 2026-12-01 it was, which
+# counted the English clarify menu, and not the Chinese one, as abstaining).
 ABSTAIN = re.compile(
     r"couldn't find|could not find|don't know|do not know|won't guess|can't answer|"
-    r"not sure|a person|没有找到|不知道|不想乱猜|人工|无法回答",
+    r"a person|没有找到|不知道|不想乱猜|人工|无法回答",
 )
 
 

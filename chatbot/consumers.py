@@ -21,12 +21,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.db import DatabaseError
 
 from .botcheck import BotSession
 from .handoff import agents_group, group_frame, shopper_group
@@ -53,6 +57,8 @@ from .receive import (
 )
 from .refusals import RateLimited, Refusal
 
+logger = logging.getLogger(__name__)
+
 # Messages held back by a load limit in this process, in arrival order ("you are n-th").
 _load_line: list[int] = []
 
@@ -72,23 +78,49 @@ class ChatConsumer(AsyncWebsocketConsumer):
         client = self.scope.get("client") or [None]
         return client[0]
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels' own dispatch first closes old database connections on its one
+        # thread-sensitive thread, a hop every frame of every connection queues for. This
+        # consumer's database work runs in chatbot.threads, whose calls close their own
+        # thread's connections, so the hop only made frames wait (issue #16).
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
     async def connect(self) -> None:
+        # The handshake first, before any database work: a handshake that waits for the
+        # database fails under load (issue #16). Channels handles this connection's
+        # frames only once connect() returns, so nothing is read before the hello.
+        await self.accept()
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         headers = dict(self.scope.get("headers") or [])
-        self.connection = await conversation_connect(
-            session_key=(query.get("session") or [""])[0] or None,
-            client_ip=self._client_ip(),
-            user_agent=headers.get(b"user-agent", b"").decode("latin-1"),
-        )
+        try:
+            self.connection = await conversation_connect(
+                session_key=(query.get("session") or [""])[0] or None,
+                client_ip=self._client_ip(),
+                user_agent=headers.get(b"user-agent", b"").decode("latin-1"),
+            )
+            self.bot = BotSession.open()
+            hello = await hello_frame(connection=self.connection, bot=self.bot)
+        except DatabaseError:
+            # No conversation to hang the chat on: the widget reconnects after a close.
+            logger.warning("could not open a conversation", exc_info=True)
+            await self.close(code=1011)
+            return
         self.turns = TurnQueue()
         self.load_held: set[int] = set()
-        self.bot = BotSession.open()
         # Human handoff: the queue, the person's messages and typing reach this group.
         await self._group("add")
-        await self.accept()
-        await self.send_json(await hello_frame(connection=self.connection, bot=self.bot))
+        await self.send_json(hello)
         self.seat = await waiting_room().enter(self._busy_sessions)
         self.worker = asyncio.create_task(self._run_turns())
+
+    async def websocket_disconnect(self, message: dict[str, Any]) -> None:
+        # As ``dispatch``: without the base class's hop to the thread-sensitive thread.
+        # This consumer joins its group itself (``_group``), not through ``groups``.
+        await self.disconnect(message["code"])
+        raise StopConsumer()
 
     async def disconnect(self, code: int) -> None:
         if self.worker is not None:
@@ -105,6 +137,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         received_at = time.perf_counter()
+        if not hasattr(self, "turns"):
+            return  # connect() closed the socket: no conversation to put this in
         try:
             frame = frame_parse(text_data, bytes_data)
             if isinstance(frame, MessageFrame):

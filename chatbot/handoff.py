@@ -35,6 +35,7 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from .models import AgentPresence, Conversation, Message
+from .threads import in_db_thread
 
 logger = logging.getLogger(__name__)
 
@@ -428,7 +429,7 @@ def message_frame(message: Message, *, name: str = "") -> dict[str, Any]:
 async def handoff_relay(*, conversation_id: int, message: Message, relay: bool) -> str:
     """A shopper's stored message while the conversation is queued or claimed goes to
     the desk (``relay``: only the first time it is stored). Returns the handoff status."""
-    status = await database_sync_to_async(human_holds)(conversation_id=conversation_id)
+    status = await in_db_thread(human_holds)(conversation_id=conversation_id)
     if relay and status in (H.QUEUED, H.CLAIMED):
         await group_frame(agents_group(conversation_id), message_frame(message))
         if status == H.QUEUED:

@@ -2,8 +2,9 @@
 services the consumer calls (docs/protocol.md).
 
 Each returns the frame(s) to send or raises a ``Refusal`` (chatbot/refusals.py), which
-the consumer renders with ``refusal_frame``. Blocking work runs in a thread
-(``database_sync_to_async``), never on the event loop.
+the consumer renders with ``refusal_frame``. Blocking work runs in a thread of
+the database pool (``chatbot.threads``), never on the event loop and never on Channels'
+one thread-sensitive thread.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
@@ -39,6 +39,7 @@ from .refusals import (
     TurnFailed,
     refusal_frame,
 )
+from .threads import in_db_thread
 from .turn import Chunk, Done, Failed, Replace, turn_stream
 
 logger = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ class Connection:
 async def conversation_connect(
     *, session_key: str | None, client_ip: str | None, user_agent: str
 ) -> Connection:
-    conversation, _created = await database_sync_to_async(services.conversation_open)(
+    conversation, _created = await in_db_thread(services.conversation_open)(
         session_key=session_key, client_ip=client_ip, user_agent=user_agent
     )
     return Connection(
@@ -95,15 +96,13 @@ async def conversation_connect(
 
 
 async def hello_frame(*, connection: Connection, bot: BotSession) -> dict[str, Any]:
-    history = await database_sync_to_async(selectors.conversation_history)(
+    history = await in_db_thread(selectors.conversation_history)(
         conversation_id=connection.conversation_id, limit=settings.TIERDESK_HISTORY_ON_CONNECT
     )
-    score = await database_sync_to_async(selectors.conversation_score)(
+    score = await in_db_thread(selectors.conversation_score)(
         conversation_id=connection.conversation_id
     )
-    handoff = await database_sync_to_async(handoff_status)(
-        conversation_id=connection.conversation_id
-    )
+    handoff = await in_db_thread(handoff_status)(conversation_id=connection.conversation_id)
     return {
         "type": "hello",
         "session": connection.session_key,
@@ -129,7 +128,7 @@ async def hello_frame(*, connection: Connection, bot: BotSession) -> dict[str, A
 async def refusal_frame_for(*, conversation_id: int, refusal: Refusal) -> dict[str, Any]:
     """A refusal's ``error`` frame in the conversation's language (docs/i18n.md)."""
     try:
-        language = await database_sync_to_async(selectors.conversation_language)(
+        language = await in_db_thread(selectors.conversation_language)(
             conversation_id=conversation_id
         )
     except DatabaseError:
@@ -194,12 +193,12 @@ async def message_receive(
     # The bot check runs before the message is stored or any model runs (pure, no I/O).
     verdict = bot.check(frame.bot, text=frame.text)
     if not verdict.allowed:
-        await database_sync_to_async(verdict_record)(
+        await in_db_thread(verdict_record)(
             conversation_id=conversation_id, client_id=frame.client_id, verdict=verdict
         )
         raise BOT_REFUSALS[verdict.action](reply_to=frame.client_id)
     try:
-        stored = await database_sync_to_async(message_store_checked)(
+        stored = await in_db_thread(message_store_checked)(
             conversation_id=conversation_id,
             client_id=frame.client_id,
             text=frame.text,
@@ -292,7 +291,7 @@ async def conversation_identify_token(
     """Bind the conversation to the shopper of a shop-signed token. Raises
     ``ShopperTokenError`` (``bad_token``) or ``IdentityConflict``."""
     claims = shopper_token_verify(token=frame.token)  # an HMAC: no I/O
-    bound = await database_sync_to_async(services.conversation_identify)(
+    bound = await in_db_thread(services.conversation_identify)(
         conversation_id=conversation_id,
         customer_id=claims.customer_id,
         vip=claims.vip,
@@ -305,7 +304,7 @@ async def conversation_identify_token(
 
 async def conversation_rate(*, conversation_id: int, frame: RateFrame) -> dict[str, Any]:
     """Store a rating. Raises ``FeedbackError`` (``unknown_message``)."""
-    rated = await database_sync_to_async(feedback_rate)(
+    rated = await in_db_thread(feedback_rate)(
         conversation_id=conversation_id, message_id=frame.message_id, value=frame.value
     )
     return {

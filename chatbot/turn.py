@@ -23,10 +23,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar, cast
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any, cast
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 
@@ -51,26 +50,18 @@ from .answerers.base import (
 from .answerers.l2 import L2Plan
 from .answerers.l3 import OFFER_HUMAN, _handoff_offer_remember
 from .models import Message
+from .threads import in_db_thread, in_plan_thread
 
 __all__ = ["Chunk", "Done", "Failed", "Replace", "TurnEvent", "turn_stream"]
 
 
-def _in_thread(func: Callable[..., T]) -> Callable[..., Awaitable[T]]:
-    """A turn's database and planning work in the thread pool, not on the one thread
-    Channels runs all "thread-sensitive" sync code of the process on: under load that
-    single thread queued every turn's planning and storing behind each other's (each
-    call still gets its own connection handling, ``close_old_connections``)."""
-    return cast(Callable[..., Awaitable[T]], database_sync_to_async(func, thread_sensitive=False))
-
-
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
 async def turn_stream(
     *, conversation_id: int, message_id: int, received_at: float
 ) -> AsyncIterator[TurnEvent]:
-    plan, reply_id = await _in_thread(services.turn_plan)(
+    plan, reply_id = await in_plan_thread(services.turn_plan)(
         conversation_id=conversation_id, message_id=message_id
     )
     reply = Reply(conversation_id=conversation_id, received_at=received_at)
@@ -216,7 +207,7 @@ async def _degrade(plan: AnswerPlan, reply: Reply, why: dict[str, Any]) -> Async
     if plan.tier == rt.L3 and OFFER_HUMAN not in plan.actions:
         plan.actions.append(OFFER_HUMAN)
         if reply.conversation_id:
-            await _in_thread(_handoff_offer_remember)(reply.conversation_id)
+            await in_db_thread(_handoff_offer_remember)(reply.conversation_id)
     async for event in replace_answer(text, reply):
         yield event
 
@@ -245,7 +236,7 @@ class _Checkpoint:
             return
         self.last = now
         try:
-            await _in_thread(services.reply_checkpoint)(reply_id=self.reply_id, text=text)
+            await in_db_thread(services.reply_checkpoint)(reply_id=self.reply_id, text=text)
             self.stored = text
         except DatabaseError as exc:
             logger.warning("reply %s: checkpoint not written (%s)", self.reply_id, exc)
@@ -265,7 +256,7 @@ async def _store(
     if plan.actions:
         metadata["actions"] = plan.actions
     metadata.update(plan.record())
-    await _in_thread(services.reply_finish)(
+    await in_db_thread(services.reply_finish)(
         reply_id=reply_id,
         text=reply.text,
         status=status,

@@ -13,6 +13,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
+from django.urls import path  # noqa: E402
 
 from chatbot import wsroutes  # noqa: E402
 from config.origin import allowed_hosts_origin_validator  # noqa: E402
@@ -23,8 +24,17 @@ application = ProtocolTypeRouter(
         "http": django_asgi_app,
         # A refused origin is closed with 4403, which the browser can see (config/origin.py).
         "websocket": allowed_hosts_origin_validator(
-            AuthMiddlewareStack(
-                URLRouter([*wsroutes.websocket_urlpatterns, *desk_wsroutes.websocket_urlpatterns])
+            URLRouter(
+                [
+                    # Shoppers have no Django session or user: their handshake never waits
+                    # for AuthMiddleware's user lookup, which runs on Channels' one
+                    # thread-sensitive thread, shared by the whole process (issue #16).
+                    *wsroutes.websocket_urlpatterns,
+                    *[
+                        path(str(route.pattern), AuthMiddlewareStack(route.callback))
+                        for route in desk_wsroutes.websocket_urlpatterns
+                    ],
+                ]
             )
         ),
     }

@@ -81,7 +81,12 @@ def l1_prompt(
     if compress and reply:
         try:
             example_line = l1_question_compressed(reply=example_reply, language=language)
-            question_line = l1_question_compressed(reply=reply, language=language)
+            question_line = _question_from_example(
+                example_line,
+                example=l1_question(reply=example_reply, language=language),
+                question=l1_question(reply=reply, language=language),
+                swaps=[(example_facts[k], facts[k]) for k in keys if k in example_facts],
+            ) or l1_question_compressed(reply=reply, language=language)
         except Exception:
             # A broken pipeline costs prompt length, never the reply.
             logger.exception("L1 prompt compression failed; using the uncompressed facts")
@@ -92,6 +97,45 @@ def l1_prompt(
     return (
         f"{header}Facts: {example_line}\nReply: {example_reply}\n\nFacts: {question_line}\nReply:"
     )
+
+
+def _swap(text: str, swaps: list[tuple[str, str]]) -> str | None:
+    """``text`` with each (old, new) value replaced, all at once; None unless every old
+    value occurs exactly once and no two overlap."""
+    spans = []
+    for old, new in swaps:
+        if old == new:
+            continue
+        at = text.find(old)
+        if not old or at < 0 or text.find(old, at + 1) >= 0:
+            return None
+        spans.append((at, at + len(old), new))
+    spans.sort()
+    out, last = [], 0
+    for start, end, new in spans:
+        if start < last:
+            return None
+        out += [text[last:start], new]
+        last = end
+    return "".join(out) + text[last:]
+
+
+def _question_from_example(
+    example_line: str, *, example: str, question: str, swaps: list[tuple[str, str]]
+) -> str | None:
+    """The compressed question line without parsing it (issue #16: compressing each
+    message's line cost ~10-30 ms before the model could start).
+
+    The example and the question are the same template with other facts, and
+    compression keeps fact values verbatim; so when swapping the example's values for
+    the question's turns the example's uncompressed instruction into exactly the
+    question's, the same swap in the (cached) compressed example line is the question's
+    compressed line. Anything else (a value compression changed, one that occurs twice,
+    a fact only one side has) returns None and the line is compressed itself."""
+    if _swap(example, swaps) != question:
+        return None
+    line = _swap(example_line, swaps)
+    return line if line and len(line) <= L1_COMPRESSED_MAX_CHARS else None
 
 
 # Compression (SPEC "Prompt compression (L1)", issue #5). The uncompressed instruction

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -26,6 +26,9 @@ from . import text as ktext
 from .entail import question_coverage
 from .grounding import passage_extract
 from .retrieval import Passage, RetrievalResult, passages_retrieve
+
+if TYPE_CHECKING:
+    from .cards import CardMatch
 
 logger = logging.getLogger(__name__)
 
@@ -201,6 +204,19 @@ def _is_chat_role(role: str) -> bool:
     return bool(getattr(backend, "chat", True))
 
 
+def approved_card(*, question: str, language: str) -> CardMatch | None:
+    """The approved card for the question, or None (blocking: may embed)."""
+    from .cards import card_match
+
+    try:
+        return card_match(question=question, language=language)
+    except Exception:
+        # A broken card index (say, cards written by a newer deploy) must not take
+        # retrieval down with it: answer from the passages.
+        logger.exception("answer cards unavailable; answering from passages")
+        return None
+
+
 def answer_plan(
     *,
     question: str,
@@ -212,15 +228,7 @@ def answer_plan(
     """Retrieve and build the L2 generation request in one step (blocking)."""
     lang = language if language in SYSTEM else "en"
     role = role or settings.TIERDESK_KB_ANSWER_ROLE
-    from .cards import card_match
-
-    try:
-        match = card_match(question=question, language=lang)
-    except Exception:
-        # A broken card index (say, cards written by a newer deploy) must not take
-        # retrieval down with it: answer from the passages.
-        logger.exception("answer cards unavailable; answering from passages")
-        match = None
+    match = approved_card(question=question, language=lang)
     if match is not None:
         # An approved answer: the admin-reviewed text, no model on the hot path.
         return KnowledgeAnswer(
@@ -299,3 +307,40 @@ def answer_plan(
         if settings.TIERDESK_KB_GROUNDING_GUARD
         else None,
     )
+
+
+# -- the rule beside an order flow -------------------------------------------------------------
+# The share of the question's words the best passage must hold for an order flow to
+# quote it: higher than L2's bar, since the flow answers anyway (tuned on dev).
+RULE_MIN_COVERAGE = 0.75
+
+
+@dataclass
+class RuleAnswer:
+    """What the knowledge base says about a message an order flow received."""
+
+    text: str
+    citations: list[dict[str, Any]]
+    how: str  # "card" | "passage"
+
+
+def rule_answer(*, question: str, language: str) -> RuleAnswer | None:
+    """The shop's rule for a question an L1 order flow received ("can I still return my
+    order after 30 days?", "how long does shipping take for my order?"): an approved
+    card's answer, else the sentences of the best relevant passage that holds nearly
+    all the question's words (an extract: the article's own words). None when the
+    knowledge base doesn't answer it; the flow then only does its own part. Blocking
+    (embedding, search)."""
+    lang = language if language in SYSTEM else "en"
+    match = approved_card(question=question, language=lang)
+    if match is not None:
+        return RuleAnswer(text=match.row.answer, citations=[match.citation()], how="card")
+    result = passages_retrieve(question=question, language=lang)
+    top = next((p for p in result.passages if p.relevant), None)
+    if top is None:
+        return None
+    coverage = question_coverage(question, [passage_material(top)])
+    if not coverage.answers or coverage.share < RULE_MIN_COVERAGE:
+        return None
+    text = passage_extract(question, [top.text], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS)
+    return RuleAnswer(text=text, citations=[top.citation()], how="passage") if text else None

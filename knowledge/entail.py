@@ -310,6 +310,8 @@ _SYNONYMS = {
     "send": "return",
     "refund": "refund",
     "clean": "wash",
+    "pick": "pickup",
+    "color": "colour",
     "launder": "wash",
     "购买": "买",
     "购": "买",

@@ -203,22 +203,13 @@ def _degraded(cand: Window, stable: Window, cfg: GuardSettings) -> Check:
     n_c, n_s = cand.model_turns, stable.model_turns
     if short := _short_of("degraded", n_c, n_s, cfg.min_replies, unit=" model turns"):
         return short
-    test = two_proportion_worse(bad_c=cand.degraded, n_c=n_c, bad_s=stable.degraded, n_s=n_s)
-    delta_pp = (test.p_candidate - test.p_stable) * 100
-    margin = delta_pp >= cfg.degraded_pp
-    return Check(
+    return _rate_worse(
         "degraded",
-        BREACH if margin and test.p_value < cfg.alpha else PASS,
-        candidate=test.p_candidate,
-        stable=test.p_stable,
-        threshold=cfg.degraded_pp,
-        n_candidate=n_c,
-        n_stable=n_s,
-        z=test.z,
-        p_value=test.p_value,
+        bad=(cand.degraded, stable.degraded),
+        n=(n_c, n_s),
+        pp=cfg.degraded_pp,
         alpha=cfg.alpha,
-        margin=margin,
-        note=f"degraded {test.p_candidate:.1%} vs {test.p_stable:.1%} ({delta_pp:+.1f} pp)",
+        what="degraded",
     )
 
 

@@ -52,8 +52,8 @@ _CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 
 def handoff_requested(*, intent: str, route_reason: dict[str, Any] | None) -> bool:
     """A routed turn that ended in the ``handoff`` intent, from the stored reply row:
-    the shopper asked for a person (the router's handoff rule, any phrasing it knows,
-    EN and ZH) or the bot offered one because it was stuck. Counted, per tier and
+    the shopper asked for a person (the router's handoff recogniser: its rule or
+    scorer, EN and ZH) or the bot offered one because it was stuck. Counted, per tier and
     variant, as a handoff request: a release that makes shoppers give up on the bot
     shows up here first. The answer to the offer ("yes" queues, "no") has no route
     reason (the dialogue continued, nothing was routed), so one request counts once;

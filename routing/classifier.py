@@ -73,6 +73,34 @@ def features_text(normalised: str) -> str:
     return _DIGITS_RE.sub("0", normalised)
 
 
+TfidfLookup = list[tuple[Callable[[str], list[str]], dict[str, int], np.ndarray, int]]
+
+
+def tfidf_lookup(vectorizer: FeatureUnion) -> TfidfLookup:
+    """(analyzer, vocabulary, idf, column offset) for each TF-IDF part of ``vectorizer``."""
+    parts = []
+    offset = 0
+    for _, part in vectorizer.transformer_list:
+        parts.append((part.build_analyzer(), part.vocabulary_, part.idf_, offset))
+        offset += len(part.vocabulary_)
+    return parts
+
+
+def tfidf_dot(lookup: TfidfLookup, text: str, weights: np.ndarray) -> Any:
+    """``vectorizer.transform([text]) @ weights`` (sublinear TF x IDF, L2 per part)
+    without scikit-learn's per-call overhead; also the handoff scorer's."""
+    total: Any = 0.0
+    for analyzer, vocabulary, idf, offset in lookup:
+        counts = Counter(i for t in analyzer(text) if (i := vocabulary.get(t)) is not None)
+        if not counts:
+            continue
+        index = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
+        values = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64))) * idf[index]
+        values /= np.sqrt(values @ values)
+        total = total + values @ weights[offset + index]
+    return total
+
+
 @dataclass(frozen=True)
 class TrainedClassifier:
     intents: tuple[str, ...]
@@ -129,16 +157,8 @@ class TrainedClassifier:
         self.__dict__.update(state)
 
     @cached_property
-    def _lookup(self) -> list[tuple[Callable[[str], list[str]], dict[str, int], np.ndarray, int]]:
-        """(analyzer, vocabulary, idf, column offset) for each TF-IDF part."""
-        parts = []
-        offset = 0
-        for _, vectorizer in self.vectorizer.transformer_list:
-            parts.append(
-                (vectorizer.build_analyzer(), vectorizer.vocabulary_, vectorizer.idf_, offset)
-            )
-            offset += len(vectorizer.vocabulary_)
-        return parts
+    def _lookup(self) -> TfidfLookup:
+        return tfidf_lookup(self.vectorizer)
 
     def scores(
         self, *, text: str, embedding: np.ndarray | None = None, tfidf_only: bool = False
@@ -157,15 +177,7 @@ class TrainedClassifier:
             if embedding is None:
                 raise ValueError("this classifier needs the message's sentence embedding")
             scores += (_EMBEDDING_WEIGHT * embedding) @ weights[-self.embedding_dim :]
-        for analyzer, vocabulary, idf, offset in self._lookup:
-            counts = Counter(i for t in analyzer(text) if (i := vocabulary.get(t)) is not None)
-            if not counts:
-                continue
-            index = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
-            values = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64))) * idf[index]
-            values /= np.sqrt(values @ values)
-            scores += values @ weights[offset + index]
-        return scores
+        return scores + tfidf_dot(self._lookup, text, weights)
 
     def predict(self, *, text: str, embedding: np.ndarray | None = None) -> list[tuple[str, float]]:
         """(intent, probability) for every intent, most likely first. ``text`` is

@@ -8,7 +8,9 @@ question (not about the shopper's own order) is checked against the knowledge ba
   the classifier said (except a rule: handoff, greetings, order ids);
 - the classifier was unsure or called it out of scope, or chose an order intent for
   a question asked in general ("how long does a refund to my card take?"), and
-  retrieval finds a relevant passage: L2.
+  retrieval finds a relevant passage: L2;
+- a question the classifier placed nowhere, with nothing in the knowledge base: L2
+  too, which says it doesn't know and offers a person (not the clarify menu).
 
 A message about the shopper's own order ("where is my order", an order id, "cancel
 it") keeps its order intent: the L1 flow acts on that order. A statement such as
@@ -69,6 +71,10 @@ _STATUS = re.compile(
 # The share of the question's words a passage must hold to take a question from the
 # large tier or from the shopper's own order (tuned on the dev split).
 _STRONG_COVERAGE = 0.75
+# The classifier's out-of-scope probability above which a question is off the shop's
+# topics altogether (weather, jokes: 1.0) rather than a shop question nobody wrote an
+# article for ("do you ship to Antarctica?": 0.81). Tuned on the dev split.
+_OFF_TOPIC = 0.95
 # Decisions a knowledge answer may replace (rules for handoff, greetings and order ids
 # are never overridden).
 _GENERAL = {rt.OUT_OF_SCOPE, rt.KNOWLEDGE_QUESTION, rt.COMPLEX_QUESTION}
@@ -89,6 +95,26 @@ def is_rule_question(text: str) -> bool:
     return bool(_RULE.search(text)) and not _STATUS.search(text)
 
 
+def _unknown_question(decision: rt.RouteDecision, text: str) -> bool:
+    """A question the classifier placed nowhere ("do you ship to Antarctica?"), about
+    no order of the shopper's: L2 answers it or says it doesn't know and offers a
+    person, a real abstention, where the clarify menu would only ask again. A guess at
+    an order intent below the clarify threshold, and a question clearly off the shop's
+    topics, keep their clarify."""
+    if decision.tier != rt.CLARIFY or decision.intent != rt.OUT_OF_SCOPE:
+        return False
+    if decision.reason.get("candidate") in rt.ORDER_INTENTS or is_personal(text):
+        return False
+    top = decision.reason.get("top") or []
+    if decision.reason.get("why") == rt.OUT_OF_SCOPE and top and top[0][1] >= _OFF_TOPIC:
+        return False  # "what's the weather in Paris?": the menu says what the bot is for
+    if not is_question(text):
+        return False
+    from knowledge.entail import question_coverage
+
+    return bool(question_coverage(text, []).terms)
+
+
 def knowledge_route(decision: rt.RouteDecision, *, text: str, language: str) -> rt.RouteDecision:
     """The decision, or L2 when the knowledge base answers the question."""
     if not settings.TIERDESK_ROUTE_BY_KNOWLEDGE or decision.tier == rt.L2:
@@ -98,8 +124,12 @@ def knowledge_route(decision: rt.RouteDecision, *, text: str, language: str) -> 
     strict = False
     if is_personal(text):
         # An order id is always about that order; "my order" only when the question is
-        # about the rule rather than a request or a status question.
-        if order_id_find(text) or not (is_question(text) and is_rule_question(text)):
+        # about the rule rather than a request or a status question, or when the
+        # classifier placed it nowhere ("my package was delivered and shipping was too
+        # expensive, can I get some back?"): no order flow would take it anyway.
+        if order_id_find(text):
+            return decision
+        if decision.tier != rt.CLARIFY and not (is_question(text) and is_rule_question(text)):
             return decision
         strict = True
     general = decision.intent in _GENERAL or decision.tier in (rt.CLARIFY, rt.L3)
@@ -137,6 +167,8 @@ def knowledge_route(decision: rt.RouteDecision, *, text: str, language: str) -> 
                     f"passage {top.chunk_id} (similarity {top.similarity:.2f}, "
                     f"covers {coverage.share:.2f})"
                 )
+    if not how and _unknown_question(decision, text):
+        how = "a question the knowledge base doesn't answer: L2 says so and offers a person"
     if not how:
         return decision
     reason = {

@@ -26,11 +26,17 @@ from routing.classifier import (
     embedding_applies,
     message_embedding,
 )
+from routing.handoff import (
+    HandoffScorer,
+    handoff_by_rule,
+    handoff_by_scorer,
+    handoff_scorer_get,
+)
 from routing.models import Intent, OutOfScopePoint, Rule, SlotPattern
 from routing.order_ids import order_id_normalize
 from routing.roleplay import roleplay_match
 from routing.text import text_normalise, text_tokens
-from routing.types import CLARIFY, OUT_OF_SCOPE, ROLE_PLAY, RouteDecision
+from routing.types import CLARIFY, HANDOFF, OUT_OF_SCOPE, ROLE_PLAY, RouteDecision
 from routing.versioning import ROUTER_VERSION
 
 __all__ = [
@@ -143,6 +149,8 @@ class RouterSnapshot:
     # The out-of-scope point a support admin chose on the trade-off curve (the latest
     # OutOfScopePoint); None: the TIERDESK_ROUTER_CLARIFY_THRESHOLD setting.
     clarify_threshold: float | None = None
+    # Asking for a person (routing/handoff.py); None: the handoff rules and vetoes only.
+    handoff: HandoffScorer | None = None
 
 
 def _rules_compile(enabled_intents: dict[str, str]) -> tuple[CompiledRule, ...]:
@@ -235,6 +243,7 @@ def router_snapshot_get() -> RouterSnapshot:
         intent_tiers=data.intent_tiers,
         classifier=classifier_get(),
         clarify_threshold=data.clarify_threshold,
+        handoff=handoff_scorer_get(),
     )
 
 
@@ -296,8 +305,20 @@ def route_decide(
     if cue is not None:
         return decided(CLARIFY, ROLE_PLAY, 1.0, {"kind": "role_play", "match": cue})
 
+    # A request for a person (routing/handoff.py): the handoff rules at their priority,
+    # after the vetoes; the scorer for what no rule decided (a complaint that wants "a
+    # manager now" stays the angry-complaint rule's, as the seed data labels it).
+    handoff_rules = [rule for rule in snapshot.rules if rule.intent == HANDOFF]
     token_count = len(text_tokens(normalised))
     for rule in snapshot.rules:
+        if rule.intent == HANDOFF:
+            if rule is handoff_rules[0]:
+                verdict = handoff_by_rule(
+                    normalised=normalised, language=language, rules=handoff_rules
+                )
+                if verdict.request:
+                    return decided(rule.tier, HANDOFF, 1.0, verdict.reason)
+            continue
         evidence = rule.evaluate(text=normalised, tokens=token_count, language=language)
         if evidence is not None:
             return decided(
@@ -306,6 +327,26 @@ def route_decide(
                 1.0,
                 {"kind": "rule", "rule": rule.name, "rule_kind": rule.kind, **evidence},
             )
+
+    # Whether this decision computed the message's sentence embedding (the bench's share).
+    computed: dict[str, np.ndarray] = {}
+    if HANDOFF in snapshot.intent_tiers and snapshot.handoff is not None:
+
+        def embedding_of(part: str) -> np.ndarray:
+            # The whole message's embedding is the classifier's too: computed once.
+            if part != normalised:
+                return message_embedding(part)
+            if "whole" not in computed:
+                computed["whole"] = embedding if embedding is not None else message_embedding(text)
+            return computed["whole"]
+
+        verdict = handoff_by_scorer(
+            normalised=normalised, scorer=snapshot.handoff, embedding_of=embedding_of
+        )
+        if verdict.request:
+            confidence = verdict.score if verdict.score is not None else 1.0
+            return decided(snapshot.intent_tiers[HANDOFF], HANDOFF, confidence, verdict.reason)
+        embedding = computed.get("whole", embedding)
 
     if snapshot.classifier is None:
         return decided(
@@ -346,6 +387,8 @@ def route_decide(
             embedded = needs
     if ranked is None:
         ranked = classifier.predict(text=normalised, embedding=embedding)
+    # Also when the handoff scorer needed it (a message that names a person).
+    embedded = embedded or "whole" in computed
     # The rule and classifier caches refresh independently: an intent disabled after
     # this classifier was trained must still never be chosen.
     scores = [(intent, prob) for intent, prob in ranked if intent in snapshot.intent_tiers]

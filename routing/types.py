@@ -28,8 +28,8 @@ OUT_OF_SCOPE = "out_of_scope"  # clarify
 # A role-play, jailbreak or prompt-extraction attempt (routing/roleplay.py): clarify
 # tier, whose template says what the bot can help with; no model reply.
 ROLE_PLAY = "role_play"
-# The shopper asks for a person (human handoff, docs/desk.md): the rule
-# "handoff-request" only, no classifier examples.
+# The shopper asks for a person (human handoff, docs/desk.md): routing/handoff.py
+# (the "handoff-request" rule and a scorer of its own), no classifier examples.
 HANDOFF = "handoff"
 
 L1_INTENTS = (

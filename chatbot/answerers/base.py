@@ -22,12 +22,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from chatbot.budgets import session_status
 from chatbot.orders.backends import get_order_service
 from chatbot.orders.types import Customer, OrderService
+from chatbot.threads import in_db_thread
 from inference.base import GenerationRequest, InferenceError, Usage
 from inference.registry import get_backend
 from inference.resilience import RESTART, StreamInfo, model_stream
@@ -262,7 +262,7 @@ async def model_answer(
     backend = get_backend(plan.role)
     reply.model = backend.model_id
     # VIP (the model queue's priority) and the session's token budget (docs/resilience.md).
-    session = await database_sync_to_async(session_status)(conversation_id=reply.conversation_id)
+    session = await in_db_thread(session_status)(conversation_id=reply.conversation_id)
     info = StreamInfo()
     chain: list[Guard] = [LeakGuard(plan.language), *guards]
     tripped: Guard | None = None

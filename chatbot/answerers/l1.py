@@ -15,6 +15,7 @@ when).
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ from routing.templates import placeholders, template_render
 from .base import AnswerPlan, GuardedAnswerer, TurnContext, say, template_text
 from .clarify import clarify
 from .guards import FactGuard, Guard
+
+logger = logging.getLogger(__name__)
 
 # Facts that must appear in a model-phrased reply when its template uses them ("late":
 # a late order's reply must say so, whatever else the model rewords).
@@ -133,12 +136,20 @@ class L1Plan(AnswerPlan):
 
     guard_facts: dict[str, str] | None = None
     guard_required: list[str] = field(default_factory=list)
+    # The knowledge-base passages or card a quoted rule comes from (``with_rule``).
+    citations: list[dict[str, Any]] = field(default_factory=list)
+
+    def cited(self) -> list[dict[str, Any]]:
+        return self.citations
 
 
 class L1Answerer(GuardedAnswerer):
     tier = rt.L1
 
     def plan(self, ctx: TurnContext, decision: rt.RouteDecision) -> AnswerPlan:
+        return with_rule(ctx, decision, self.flow(ctx, decision))
+
+    def flow(self, ctx: TurnContext, decision: rt.RouteDecision) -> AnswerPlan:
         intent = decision.intent
         if intent == rt.GREETING:
             return say(ctx, rt.GREETING, _greeting_key(ctx.text))
@@ -158,6 +169,55 @@ class L1Answerer(GuardedAnswerer):
         return [
             FactGuard(facts=plan.guard_facts, required=plan.guard_required, template_text=plan.text)
         ]
+
+
+# Flows that quote the shop's rule when the knowledge base has one for the message.
+RULE_INTENTS = frozenset((*rt.ORDER_INTENTS, rt.ACCOUNT_HELP))
+
+
+def with_rule(ctx: TurnContext, decision: rt.RouteDecision, plan: AnswerPlan) -> AnswerPlan:
+    """The flow's reply with the shop's rule for the message before it.
+
+    Routing can't tell every question about the rule ("can I still return my order
+    after 30 days?", "how long does shipping take for my order?") from a request to act
+    on an order, so the order flows cite the knowledge base themselves: an approved
+    card's answer, or the article's own sentences when a passage holds the question
+    (``knowledge.answer.rule_answer``), then the flow's own step (asking who the
+    shopper is, which order...). Account help answers from the articles alone: its
+    template is generic. A model-phrased reply (order facts under the fact guard), a
+    message naming an order id and a routing rule's decision keep the flow's reply."""
+    if (
+        decision.intent not in RULE_INTENTS
+        or plan.generation is not None
+        or decision.reason.get("kind") == "rule"
+        or find_order_id(ctx.text)
+    ):
+        return plan
+    from knowledge.answer import rule_answer
+
+    try:
+        rule = rule_answer(question=ctx.text, language=ctx.language)
+    except Exception:  # an index fault leaves the flow's own reply, never a guess
+        logger.exception("knowledge base unavailable to the %s flow", decision.intent)
+        return plan
+    if rule is None:
+        return plan
+    if decision.intent == rt.ACCOUNT_HELP:
+        text = rule.text
+    elif plan.text == template_text(ctx, "dialogue", "ask_identity"):
+        # "I can help with that. First, ..." reads wrong after an answer.
+        text = f"{rule.text}\n\n{template_text(ctx, 'dialogue', 'ask_identity_also')}"
+    else:
+        text = f"{rule.text}\n\n{plan.text}"
+    return L1Plan(
+        tier=plan.tier,
+        intent=plan.intent,
+        text=text,
+        language=plan.language,
+        actions=plan.actions,
+        personal=plan.personal,
+        citations=rule.citations,
+    )
 
 
 def phrase(ctx: TurnContext, intent: str, key: str, facts: dict[str, str]) -> L1Plan:

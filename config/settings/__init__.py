@@ -578,7 +578,7 @@ TIERDESK_KB_CARD_MIN_OVERLAP = env_float("TIERDESK_KB_CARD_MIN_OVERLAP", 0.6)
 # The question against the card's heading+answer (cosine), and for Chinese the share of
 # the question's character pairs found in the card: both tuned on the eval's dev split.
 TIERDESK_KB_CARD_MIN_ANSWER_SIMILARITY = env_float("TIERDESK_KB_CARD_MIN_ANSWER_SIMILARITY", 0.65)
-TIERDESK_KB_CARD_MIN_ZH_COVERAGE = env_float("TIERDESK_KB_CARD_MIN_ZH_COVERAGE", 0.4)
+TIERDESK_KB_CARD_MIN_ZH_COVERAGE = env_float("TIERDESK_KB_CARD_MIN_ZH_COVERAGE", 0.35)
 TIERDESK_KB_CARD_ANSWER_CHARS = env_int("TIERDESK_KB_CARD_ANSWER_CHARS", 320)
 # Knowledge-aware routing (routing.knowledge_route): a general question that an
 # approved card or a relevant passage answers goes to L2 even if the classifier chose
@@ -650,14 +650,23 @@ TIERDESK_FIRST_CHUNK_BUDGET_MS = {
     "L3": TIERDESK_L3_FIRST_CHUNK_BUDGET_MS,
 }
 TIERDESK_ADMISSION_PROBE_S = env_float("TIERDESK_ADMISSION_PROBE_S", 2.0)
-# Kept from each budget for sending the degraded text and the way to the shopper: the
-# prediction and the hard deadline aim at budget minus this.
+# Kept from each budget for the prediction's error (and then the degraded text's way to
+# the shopper): admission aims at budget minus this.
 TIERDESK_FIRST_CHUNK_MARGIN_MS = env_int("TIERDESK_FIRST_CHUNK_MARGIN_MS", 60)
+# An admitted turn is cut off at its budget less this (the degraded text's way out): the
+# prediction's margin above is for its error, and cutting there too degraded turns whose
+# model was about to start (issue #16: at 5 sessions every degraded turn was a deadline).
+TIERDESK_FIRST_CHUNK_SEND_MS = env_int("TIERDESK_FIRST_CHUNK_SEND_MS", 20)
 # The waiting room (chatbot.consumers, docs/protocol.md "wait"): connections per Daphne
 # process beyond which a new shopper is accepted but waits, told "you are n-th", until
 # one leaves (0: no limit). A message over the global bucket or the dynamic window waits
 # for its turn too (at most TIERDESK_LOAD_WAIT_MAX_S), instead of a rate_limited error.
 TIERDESK_WS_ACTIVE_MAX = env_int("TIERDESK_WS_ACTIVE_MAX", 400)
+# Threads per Daphne process for the chat's database calls and for turn planning
+# (chatbot.threads): not Channels' one thread-sensitive thread, which serialised every
+# connection's database work. Each thread holds at most one PostgreSQL connection.
+TIERDESK_DB_THREADS = env_int("TIERDESK_DB_THREADS", 8)
+TIERDESK_PLAN_THREADS = env_int("TIERDESK_PLAN_THREADS", 4)
 TIERDESK_LOAD_WAIT_MAX_S = env_float("TIERDESK_LOAD_WAIT_MAX_S", 30.0)
 TIERDESK_NORMAL_WEIGHT = env_float("TIERDESK_NORMAL_WEIGHT", 1.0)
 # Exact-match response cache: the switch, entry lifetime, and the tiers it serves.

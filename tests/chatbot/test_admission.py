@@ -8,6 +8,7 @@ The budgets are set as low as 1 ms where a real model must miss them."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from chatbot.models import Message
 from chatbot.orders.identity import shopper_token_issue
 from inference import registry
 from inference.admission import admission, admission_reset
+from inference.capacity import SlotStatus
 from inference.queue import PriorityGate, gate_for, queue_reset
 from tests.servers import remote
 from tests.shopper import connect, frames_until_end, send, shown
@@ -124,6 +126,55 @@ def test_a_slow_tier_degrades_at_once_with_a_trial_now_and_then(settings: Any) -
         (False, False, "predicted"),
         (True, True, ""),  # 2 s later, the next trial
     ]
+
+
+def test_an_idle_model_is_predicted_from_idle_turns_not_busy_ones() -> None:
+    """Continuous batching makes a first token slower the more replies decode beside
+    it: an idle model is predicted from the turns that found it idle (issue #16: one
+    average over every load degraded most turns at 5 sessions)."""
+
+    def server(busy: int) -> SlotStatus:
+        return SlotStatus("fast", "", True, 8, busy, 0, time.monotonic())
+
+    async def scenario() -> list[tuple[bool, bool, float | None]]:
+        gate = admission()
+        for i in range(5):  # busy minutes: six replies decoding, first chunks at 600 ms
+            ticket = gate.admit(tier="L1", role="fast", received_at=i, now=i, server=server(6))
+            gate.first_chunk(ticket, at=ticket.admitted_at + 0.6, queue_s=0.0)
+        out = []
+        for at, busy, first_s in ((20.0, 0, 0.2), (20.5, 0, None), (20.6, 6, None)):
+            # Each message arrived 100 ms before its turn asks (its planning).
+            ticket = gate.admit(
+                tier="L1", role="fast", received_at=at - 0.1, now=at, server=server(busy)
+            )
+            if first_s is not None:
+                gate.first_chunk(ticket, at=at + first_s, queue_s=0.0)
+            out.append((ticket.admitted, ticket.probe, ticket.predicted_ms))
+        return out
+
+    trial, idle, busy = asyncio.run(scenario())
+    # Nothing measured idle yet: the busy average says no, one trial goes through.
+    assert trial[:2] == (True, True)
+    # Measured idle at 200 ms: 100 + 200 ms is within 400 - 60, no trial needed.
+    assert idle[:2] == (True, False) and idle[2] == pytest.approx(300, abs=1)
+    # Six decoding again: predicted from the busy turns, over the budget.
+    assert busy[:2] == (False, False) and busy[2] == pytest.approx(700, abs=1)
+
+
+def test_one_slow_turn_does_not_hold_the_tier_off_its_model() -> None:
+    """The prediction is the median of the last turns at that load: one slow first chunk
+    among fast ones leaves the next turn admitted (an average moved over the budget and
+    kept later turns from measuring it back down)."""
+
+    async def scenario() -> tuple[bool, bool]:
+        gate = admission()
+        for i, first_s in enumerate((0.2, 0.2, 0.2, 0.9)):
+            ticket = gate.admit(tier="L1", role="fast", received_at=10.0 * i, now=10.0 * i)
+            gate.first_chunk(ticket, at=ticket.admitted_at + first_s, queue_s=0.0)
+        ticket = gate.admit(tier="L1", role="fast", received_at=40.0, now=40.1)
+        return ticket.admitted, ticket.probe
+
+    assert asyncio.run(scenario()) == (True, False)
 
 
 @pytest.mark.models

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from typing import Any
 
+import psycopg
 import pytest
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from chatbot.models import Conversation, Message
 from chatbot.orders.identity import shopper_token_issue
 from config.asgi import application
-from tests.shopper import connect, frames_until_end, send, shown
+from tests.shopper import ORIGIN, connect, frames_until_end, send, shown
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -205,3 +209,57 @@ async def test_model_crash_falls_back_to_template_and_nothing_is_lost(
     )
     assert "#W2611340" in shown(frames)
     await comm.disconnect()
+
+
+async def test_the_handshake_is_accepted_before_any_database_work(seeded_shop: None) -> None:
+    """Issue #16: at 500 sessions handshakes failed while connect() waited for the
+    database. Here the conversations table is locked by another PostgreSQL session:
+    the handshake still completes at once, and the hello follows the lock's release."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    locker = await psycopg.AsyncConnection.connect(
+        dbname=db["NAME"],
+        user=db["USER"],
+        password=db["PASSWORD"],
+        host=db["HOST"],
+        port=db["PORT"],
+    )
+    try:
+        async with locker.transaction():
+            await locker.execute(
+                f"LOCK TABLE {Conversation._meta.db_table} IN ACCESS EXCLUSIVE MODE"
+            )
+            comm = WebsocketCommunicator(application, "/ws/chat/", headers=[ORIGIN])
+            connected, _ = await comm.connect(timeout=3)
+            assert connected
+            assert await comm.receive_nothing(timeout=0.5)  # the hello waits for the table
+        hello = await comm.receive_json_from(timeout=10)
+        assert hello["type"] == "hello" and hello["session"]
+    finally:
+        await locker.close()
+    await comm.disconnect()
+
+
+async def test_chat_never_waits_for_channels_thread_sensitive_thread(seeded_shop: None) -> None:
+    """Every connection of a process shares Channels' one thread-sensitive thread; the
+    chat's database work used to queue on it (L1 p95 991 ms at 200 sessions). With that
+    thread held busy, a shopper still connects, is acked and gets a whole reply, and a
+    second shopper's turn runs beside the first's."""
+    release = threading.Event()
+    held = asyncio.ensure_future(sync_to_async(release.wait, thread_sensitive=True)(30))
+    try:
+        first, _ = await connect(wait_s=10)
+        second, _ = await connect(wait_s=10)
+        await send(first, "hello", "t1")
+        await send(second, "hi there", "t2")
+        for comm in (first, second):
+            assert (await comm.receive_json_from(timeout=10))["type"] == "ack"
+            frames = await frames_until_end(comm, wait_s=20)
+            assert frames[-1]["type"] == "done" and shown(frames), frames
+        assert not held.done()  # the thread was busy the whole time
+    finally:
+        release.set()
+        await held
+    await first.disconnect()
+    await second.disconnect()

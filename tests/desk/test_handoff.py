@@ -151,6 +151,23 @@ async def test_zh_request_and_no(seeded_shop: None, fake_models: Any) -> None:
         await shopper.disconnect()
 
 
+async def test_a_phrasing_only_the_scorer_knows_and_a_decline_in_a_real_turn(
+    seeded_shop: None, fake_models: Any
+) -> None:
+    # routing/handoff.py: the rule has no pattern for the first; the second names a
+    # person and the rule matched it before the vetoes.
+    agent = await database_sync_to_async(user_make)("mo")
+    async with desk_open(agent):
+        shopper, _ = await connect()
+        offer = await ask(shopper, "i'd rather deal with a person than a bot", "r1")
+        assert offer[-1]["intent"] == "handoff" and "offer:human" in offer[-1]["actions"]
+        assert await ask(shopper, "no", "r2")
+        declined = await ask(shopper, "I don't need a human, just tell me the return window", "r3")
+        assert declined[-1]["intent"] != "handoff"
+        assert await Conversation.objects.filter(handoff="queued").acount() == 0
+        await shopper.disconnect()
+
+
 async def test_agent_cannot_write_to_a_conversation_it_did_not_claim(
     seeded_shop: None, fake_models: Any
 ) -> None:

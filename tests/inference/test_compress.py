@@ -12,7 +12,12 @@ from hypothesis import strategies as st
 
 from inference import compress
 from inference.compress import prompt_compress, protected_spans
-from inference.prompts import L1_COMPRESSED_MAX_CHARS, l1_prompt, l1_question_compressed
+from inference.prompts import (
+    L1_COMPRESSED_MAX_CHARS,
+    _question_from_example,
+    l1_prompt,
+    l1_question_compressed,
+)
 
 
 def test_spec_example_chinese() -> None:
@@ -275,3 +280,74 @@ def test_every_l1_question_of_the_demo_shop_fits_in_80_chars(seeded_shop: None) 
                 assert len(question) <= L1_COMPRESSED_MAX_CHARS, question
                 assert values["order_id"] in question
     assert cases == 30
+
+
+@pytest.mark.django_db
+def test_question_line_from_the_example_equals_compressing_it(seeded_shop: None) -> None:
+    """Issue #16: the question's compressed line is the cached example line with the
+    facts swapped, when that is exactly what compressing it gives; verified here on the
+    demo shop's orders, both languages, against compressing each line itself."""
+    from chatbot.answerers.l1 import order_facts, placeholders, tracking_url
+    from chatbot.orders.backends import get_order_service
+    from chatbot.orders.models import Order
+    from inference.prompts import EXAMPLE_FACTS, l1_question
+    from routing.templates import template_get, template_render
+
+    service = get_order_service()
+    swapped = compared = 0
+    for order in Order.objects.select_related("customer").order_by("id")[:8]:
+        facts = service.order_get(customer_id=order.customer.customer_id, order_id=order.order_id)
+        assert facts is not None
+        for language in ("en", "zh"):
+            values = order_facts(facts, language)
+            base = EXAMPLE_FACTS[language]
+            example_facts = base | {
+                "status_text": values.get("status_text", ""),
+                "late": values.get("late", ""),
+                "track_url": tracking_url(base["carrier"], base["tracking"]),
+            }
+            for intent, key in (
+                ("order_status", facts.status),
+                ("refund_status", "refunded" if facts.refunds else "none"),
+            ):
+                template = template_get(intent=intent, key=key, language=language)
+                keys = [k for k in placeholders(template) if values.get(k)]
+                reply = template_render(template, values)
+                example_reply = template_render(template, example_facts)
+                line = _question_from_example(
+                    l1_question_compressed(reply=example_reply, language=language),
+                    example=l1_question(reply=example_reply, language=language),
+                    question=l1_question(reply=reply, language=language),
+                    swaps=[(example_facts[k], values[k]) for k in keys],
+                )
+                compared += 1
+                if line is not None:
+                    swapped += 1
+                    assert line == l1_question_compressed(reply=reply, language=language)
+    assert compared == 32 and swapped >= compared * 0.75
+
+
+def test_question_line_is_compressed_itself_when_the_swap_does_not_fit() -> None:
+    example = "tell them order #W1234567 ships Mar 3, 2026"
+    # A value that occurs twice in the compressed line: which one is the fact?
+    assert (
+        _question_from_example(
+            "#W1234567 #W1234567",
+            example="tell them #W1234567",
+            question="tell them #W2611340",
+            swaps=[("#W1234567", "#W2611340")],
+        )
+        is None
+    )
+    # The question differs beyond the swapped facts (a fact only it has), or does not.
+    swaps = [("#W1234567", "#W2611340"), ("Mar 3, 2026", "Oct 7, 2026")]
+    for question, line in (
+        ("tell them order #W2611340 ships Oct 7, 2026 by FedEx", None),
+        ("tell them order #W2611340 ships Oct 7, 2026", "order #W2611340 ships Oct 7, 2026"),
+    ):
+        assert (
+            _question_from_example(
+                "order #W1234567 ships Mar 3, 2026", example=example, question=question, swaps=swaps
+            )
+            == line
+        )

@@ -138,3 +138,51 @@ def test_support_admin_reviews_cards_in_admin(client: Client) -> None:
     card.refresh_from_db()
     assert card.status == AnswerCard.Status.DRAFT and not card.entailed
     assert card.questions == ["Do gift cards expire?", "How long is a gift card valid?"]
+
+
+def test_chinese_cards_weigh_what_their_heading_names() -> None:
+    """ "怎么取消订单" shares 取消/订单 with the refund-timing card, which mentions
+    cancelled orders, as much as with the cancelling card; the cancelling card's
+    heading names the question, so it wins (dev split: wrong Chinese cards 6 -> 3)."""
+
+    def row(heading: str, answer: str) -> cards.CardRow:
+        return cards.CardRow(
+            card_id=1,
+            document_id=1,
+            title="",
+            anchor="",
+            heading=heading,
+            language="zh",
+            answer=answer,
+            question=answer,
+            kind="answer",
+            tokens=frozenset(),
+            bigrams=cards._cjk_bigrams(f"{heading} {answer}"),
+            snippet="",
+            heading_bigrams=cards._cjk_bigrams(heading),
+        )
+
+    timing = row("到账时间", "退到礼品卡的退款立即到账。退货和取消订单的退款都是如此。")
+    cancel = row("取消订单", "只有待处理的订单才能取消，请告诉我们订单号和原因。")
+    pairs = cards._cjk_bigrams("怎么取消订单")
+    assert cards.zh_card_score(pairs, cancel) > cards.zh_card_score(pairs, timing)
+    # Without the heading's pairs the score is the card's share alone, as before.
+    plain = cards.CardRow(**{**timing.__dict__, "heading_bigrams": frozenset()})
+    assert cards.zh_card_score(pairs, plain) == len(pairs & timing.bigrams) / len(pairs)
+
+
+def test_an_order_flow_gets_the_rule_from_the_card_or_a_covering_passage() -> None:
+    from knowledge.answer import rule_answer
+
+    doc = ingest()
+    approve_all(doc)
+    rule = rule_answer(question="my gift card is from 2 years ago, does it expire?", language="en")
+    assert rule is not None and rule.how == "card"
+    assert "36 months" in rule.text and rule.citations[0]["card_id"]
+    assert rule_answer(question="do you plant a tree for every order?", language="en") is None
+    # Not approved: no card, but the section's own sentences when it holds the question.
+    AnswerCard.objects.update(status=AnswerCard.Status.DRAFT)
+    services.kb_version_bump()
+    rule = rule_answer(question="do gift cards expire?", language="en")
+    assert rule is not None and rule.how == "passage" and "36 months" in rule.text
+    assert "card_id" not in rule.citations[0]

@@ -188,3 +188,25 @@ def test_shipping_articles_quote_the_shops_options(sections: dict[str, dict[str,
         if option.free_over is not None:
             assert f"free on orders over ${option.free_over:.0f}" in english
             assert f"超过{option.free_over:.0f}美元免运费" in chinese
+
+
+def test_the_grader_counts_only_a_real_abstention() -> None:
+    """`make eval-answers` grades "abstained" only for a reply that says the shop doesn't
+    know or offers a person, in both languages; the clarify menu asks again and is no
+    abstention (it used to count in English through "not sure", not in Chinese)."""
+    from bench.answers import grade
+    from knowledge.answer import DONT_KNOW
+
+    seed = json.loads(
+        (
+            Path(__file__).resolve().parents[2] / "routing" / "seed_data" / "templates.json"
+        ).read_text(encoding="utf-8")
+    )
+    question = {"expect": [["36 months"]], "contradict": ["never expire"]}
+    for lang in ("en", "zh"):
+        clarify = {"text": seed["dialogue"]["clarify"][lang], "done": {"actions": []}}
+        assert grade(question, clarify) == "other", lang
+        dont_know = {"text": DONT_KNOW[lang], "done": {"actions": []}}
+        assert grade(question, dont_know) == "abstained", lang
+        offer = {"text": seed["dialogue"]["l3_abstain"][lang], "done": {"actions": []}}
+        assert grade(question, offer) == "abstained", lang

@@ -27,6 +27,10 @@ def test_a_question_about_something_the_passage_never_mentions_is_not_covered() 
     assert covered.missing == [] and covered.answers
     # One word missing is a paraphrase, not a new topic.
     assert entail.question_coverage("does the boot warranty cover stitching?", [WARRANTY]).answers
+    # American spelling and "pick up" find the shop's "colours" and "pickup".
+    jacket = "The jacket comes in three colours. Store pickup is free."
+    assert entail.question_coverage("what colors does the jacket come in", [jacket]).missing == []
+    assert entail.question_coverage("can I pick up in a store", [jacket]).missing == []
 
 
 def test_chinese_words_by_their_characters() -> None:

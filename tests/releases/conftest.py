@@ -1,9 +1,9 @@
 """Fixtures for the gray-release tests: a compressed clock, users in each staff group,
-and a WebSocket shopper that talks to the real ASGI application."""
+and the guardrails run on a candidate and a stable window alone."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,6 +11,12 @@ from typing import Any
 import pytest
 
 from releases import clock
+from releases.guardrails import Check, GuardSettings, evaluate
+from releases.metrics import Window
+
+# Guardrail settings small enough for synthetic windows of a few hundred replies.
+GUARD_CFG = GuardSettings(min_replies=200, min_ratings=100, alpha=0.01)
+GuardChecks = Callable[[Window, Window], dict[str, Check]]
 
 
 @dataclass
@@ -50,3 +56,23 @@ def staff(db: None) -> dict[str, Any]:
             user.groups.add(Group.objects.get(name=group))
         users[name] = user
     return users
+
+
+@pytest.fixture
+def guard_checks() -> GuardChecks:
+    """The guardrail checks, by name, for a candidate and a stable window without
+    per-tier or CSAT data (a test of one share-of-replies figure)."""
+
+    def checks(candidate: Window, stable: Window) -> dict[str, Check]:
+        result = evaluate(
+            candidate=candidate,
+            stable=stable,
+            candidate_tiers={},
+            stable_tiers={},
+            candidate_csat=Window(),
+            stable_csat=Window(),
+            cfg=GUARD_CFG,
+        )
+        return {c.name: c for c in result.checks}
+
+    return checks

@@ -9,13 +9,12 @@ from typing import Any
 import pytest
 
 from inference.queue import gate_for, queue_reset
-from releases.guardrails import BREACH, PASS, GuardSettings, evaluate
+from releases.guardrails import BREACH, PASS
 from releases.metrics import Window, reply_record, window_read
 from releases.prom import exposition
-from tests.releases.conftest import FakeClock
+from tests.releases.conftest import FakeClock, GuardChecks
 from tests.releases.test_metrics import facts
 
-CFG = GuardSettings(min_replies=200, min_ratings=100, alpha=0.01)
 DEGRADED = {"model_planned": True, "degraded": {"reason": "predicted", "budget_ms": 400}}
 
 
@@ -69,17 +68,13 @@ def _w(model_turns: int, degraded: int) -> Window:
     ("cand", "stable", "status"),
     [(_w(400, 80), _w(400, 20), BREACH), (_w(400, 22), _w(400, 20), PASS)],
 )
-def test_degraded_share_guardrail(cand: Window, stable: Window, status: str) -> None:
-    evaluation = evaluate(
-        candidate=cand,
-        stable=stable,
-        candidate_tiers={},
-        stable_tiers={},
-        candidate_csat=Window(),
-        stable_csat=Window(),
-        cfg=CFG,
-    )
-    check: Any = next(c for c in evaluation.checks if c.name == "degraded")
+def test_degraded_share_guardrail(
+    cand: Window,
+    stable: Window,
+    status: str,
+    guard_checks: GuardChecks,
+) -> None:
+    check = guard_checks(cand, stable)["degraded"]
     assert check.status == status, check.line()
     if status == BREACH:
         assert check.candidate == 0.2 and check.stable == 0.05

@@ -26,8 +26,9 @@ from releases.guardrails import (
 )
 from releases.metrics import HIST_SIZE, Window, hist_above, hist_add, hist_quantile
 from releases.stats import two_proportion_worse
+from tests.releases.conftest import GUARD_CFG
 
-CFG = GuardSettings(min_replies=200, min_ratings=100, alpha=0.01)
+CFG = GUARD_CFG
 
 
 def window(

@@ -7,32 +7,22 @@ from __future__ import annotations
 import pytest
 from django.db.models import Sum
 
-from releases.guardrails import BREACH, INSUFFICIENT, PASS, GuardSettings, evaluate
+from releases.guardrails import BREACH, INSUFFICIENT, PASS
 from releases.metrics import Window
 from releases.models import MetricMinute
+from tests.releases.conftest import GuardChecks
 from tests.shopper import Shopper
 
-CFG = GuardSettings(min_replies=200, min_ratings=100, alpha=0.01)
 
-
-def _evaluate(cand: Window, stable: Window) -> dict[str, str]:
-    result = evaluate(
-        candidate=cand,
-        stable=stable,
-        candidate_tiers={},
-        stable_tiers={},
-        candidate_csat=Window(),
-        stable_csat=Window(),
-        cfg=CFG,
-    )
-    return {c.name: c.status for c in result.checks}
-
-
-def test_the_handoff_share_guardrail() -> None:
+def test_the_handoff_share_guardrail(guard_checks: GuardChecks) -> None:
     stable = Window(replies=2000, handoffs=60)  # 3%
-    assert _evaluate(Window(replies=2000, handoffs=180), stable)["handoffs"] == BREACH  # 9%
-    assert _evaluate(Window(replies=2000, handoffs=70), stable)["handoffs"] == PASS
-    assert _evaluate(Window(replies=100, handoffs=50), stable)["handoffs"] == INSUFFICIENT
+
+    def status(candidate: Window) -> str:
+        return guard_checks(candidate, stable)["handoffs"].status
+
+    assert status(Window(replies=2000, handoffs=180)) == BREACH  # 9%
+    assert status(Window(replies=2000, handoffs=70)) == PASS
+    assert status(Window(replies=100, handoffs=50)) == INSUFFICIENT
 
 
 def _handoffs() -> int:

@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from knowledge import cards, index, services
-from knowledge.models import AnswerCard
 from routing import types as rt
-from routing.knowledge_route import is_personal, is_question, knowledge_route
+from routing.knowledge_route import _unknown_question, is_personal, is_question, knowledge_route
 from routing.router import route_message
+from tests.kb import approved_article
 
 pytestmark = pytest.mark.django_db
 
@@ -27,17 +26,7 @@ Gift cards expire 36 months after purchase. They can be used online and in every
 @pytest.fixture
 def gift_card_article(seeded: dict[str, int], settings: Any) -> None:
     """A support admin adds an article and approves its card; the router is not retrained."""
-    settings.TIERDESK_KB_REFRESH_S = 0.0
-    settings.TIERDESK_KB_SUMMARY_ROLE = ""
-    index.reset()
-    cards.cards_reset()
-    doc = services.document_create(
-        title="Gift cards", text=GIFT_CARDS, language="en", source_format="markdown"
-    )
-    services.document_ingest(document_id=doc.pk)
-    cards.cards_sync(document_id=doc.pk)
-    ids = list(AnswerCard.objects.values_list("pk", flat=True))
-    cards.card_review(card_ids=ids, status=AnswerCard.Status.APPROVED, user_id=None)
+    approved_article(settings, title="Gift cards", text=GIFT_CARDS)
 
 
 def route(text: str) -> rt.RouteDecision:
@@ -84,3 +73,45 @@ def test_a_rule_question_about_my_order_is_told_from_a_request() -> None:
     assert not is_rule_question("can i change the address on my order")
     assert not is_rule_question("my order still says pending, where is it?")
     assert not is_rule_question("我的订单到哪了")
+
+
+def test_an_unplaced_question_with_nothing_in_the_kb_goes_to_l2_to_say_so(
+    gift_card_article: None,
+) -> None:
+    """The clarify menu would only ask again; L2 says it doesn't know and offers a
+    person. A statement, an order of the shopper's, or a guess at an order intent
+    keeps its clarify."""
+
+    def unsure(text: str, candidate: str = rt.KNOWLEDGE_QUESTION) -> rt.RouteDecision:
+        decision = rt.RouteDecision(
+            tier=rt.CLARIFY,
+            intent=rt.OUT_OF_SCOPE,
+            confidence=0.2,
+            reason={"kind": "clarify", "why": "low_confidence", "candidate": candidate},
+        )
+        return knowledge_route(decision, text=text, language="en")
+
+    decision = unsure("do you ship to Antarctica?")
+    assert decision.tier == rt.L2 and decision.reason["kind"] == "knowledge"
+    assert "doesn't answer" in decision.reason["by"]
+    assert unsure("asdf qwerty zxcv").tier == rt.CLARIFY
+    off_topic = rt.RouteDecision(
+        tier=rt.CLARIFY,
+        intent=rt.OUT_OF_SCOPE,
+        confidence=1.0,
+        reason={"kind": "clarify", "why": rt.OUT_OF_SCOPE, "top": [[rt.OUT_OF_SCOPE, 1.0]]},
+    )
+    text = "what's the weather in Paris tomorrow?"
+    assert knowledge_route(off_topic, text=text, language="en").tier == rt.CLARIFY
+    assert unsure("where is my package?").tier == rt.CLARIFY
+    # About "my order" but placed nowhere: the card answers it.
+    assert unsure("my order came with a gift card, do gift cards expire?").tier == rt.L2
+    # A guess at an order intent is not "a question nobody wrote about" (whatever else
+    # the knowledge base may still answer for it).
+    guess = rt.RouteDecision(
+        tier=rt.CLARIFY,
+        intent=rt.OUT_OF_SCOPE,
+        confidence=0.3,
+        reason={"kind": "clarify", "why": "low_confidence", "candidate": rt.ORDER_STATUS},
+    )
+    assert not _unknown_question(guess, "when does it come?")

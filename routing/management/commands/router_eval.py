@@ -22,6 +22,7 @@ from routing.eval.evaluate import (
     leaks,
     report_format,
 )
+from routing.handoff import handoff_examples_load
 from routing.router import router_snapshot_get
 
 
@@ -54,11 +55,15 @@ class Command(BaseCommand):
             leaked = leaks(
                 heldout=[*items, *handoff_items, *handoff_dev],
                 training_texts=[text for text, _ in samples],
+            ) + leaks(
+                # The handoff scorer's own training examples (routing/handoff.py).
+                heldout=[*handoff_items, *handoff_dev],
+                training_texts=[text for text, _ in handoff_examples_load()],
             )
             if leaked:
                 raise CommandError(
                     f"{len(leaked)} held-out messages are training utterances (delete them "
-                    f"from the intents' examples): {leaked[:5]}"
+                    f"from the intents' or the handoff scorer's examples): {leaked[:5]}"
                 )
         # Train here (not the stored model) so the report has this data's training time.
         started = time.perf_counter()
@@ -86,7 +91,11 @@ class Command(BaseCommand):
         if options["split"] == "heldout":
             for key, name, handoff_set in (
                 ("handoff", "handoff.tsv, held out", handoff_items),
-                ("handoff_dev", "handoff_dev.tsv, the rule was revised on it", handoff_dev),
+                (
+                    "handoff_dev",
+                    "handoff_dev.tsv, the rule was revised and the scorer tuned on it",
+                    handoff_dev,
+                ),
             ):
                 handoff = handoff_evaluate(items=handoff_set, snapshot=snapshot)
                 result[key] = handoff
@@ -109,7 +118,10 @@ def _handoff_line(name: str, handoff: dict[str, Any]) -> str:
         f"handoff ({name}): {handoff['requests_en']} EN + {handoff['requests_zh']} ZH "
         f"requests, {handoff['near_misses']} near-misses: accuracy={handoff['accuracy']} "
         f"recall_en={handoff['recall_en']} recall_zh={handoff['recall_zh']} "
-        f"false_handoffs={handoff['false_handoff_rate']}\ntargets: {verdicts}\n"
+        f"false_handoffs={handoff['false_handoff_rate']} decision ms "
+        f"p50={handoff['decision_ms_p50']} p95={handoff['decision_ms_p95']}, of which the "
+        f"handoff scorer step p95={handoff['handoff_step_ms_p95']}\n"
+        f"targets: {verdicts}\n"
     )
 
 
@@ -134,7 +146,15 @@ def _figures_merge(path: Path, result: dict[str, Any]) -> None:
     )
     for key in ("handoff", "handoff_dev"):
         handoff = result[key]
-        for name in ("accuracy", "recall_en", "recall_zh", "false_handoff_rate"):
+        for name in (
+            "accuracy",
+            "recall_en",
+            "recall_zh",
+            "false_handoff_rate",
+            "decision_ms_p50",
+            "decision_ms_p95",
+            "handoff_step_ms_p95",
+        ):
             figures[f"{key}_{name}"] = handoff[name]
     report["heldout_eval"] = {
         "split": result["split"],
