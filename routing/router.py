@@ -387,8 +387,9 @@ def route_decide(
             embedded = needs
     if ranked is None:
         ranked = classifier.predict(text=normalised, embedding=embedding)
-    # Also when the handoff scorer needed it (a message that names a person).
-    embedded = embedded or "whole" in computed
+    # Also when the handoff scorer computed it (a message that names a person; a
+    # Chinese message's is zeros, no forward pass).
+    embedded = embedded or bool(computed.get("whole", np.zeros(1)).any())
     # The rule and classifier caches refresh independently: an intent disabled after
     # this classifier was trained must still never be chosen.
     scores = [(intent, prob) for intent, prob in ranked if intent in snapshot.intent_tiers]
