@@ -69,8 +69,8 @@ _CUE_RE = re.compile(
     r"\b(?:humans?|person|persons|people|agents?|reps?|representatives?|staff|someone|"
     r"somebody|anyone|anybody|operators?|managers?|supervisors?|boss|owners?|colleagues?|"
     r"team|employees?|support|service|care|real|live|living|actual|bots?|robots?|"
-    r"automated|transfer\w*|escalat\w*|specialists?|call|contact|reach|talk|speak|chat|"
-    r")\b|人|客服|店员|掌柜|小二|经理|主管|负责人|售后|机器"
+    r"automated|transfer\w*|escalat\w*|specialists?|call|contact|reach|talk|speak|chat"
+    r")\b|人|客服|店员|员工|职员|专员|掌柜|小二|经理|主管|负责人|售后|机器"
 )
 
 # --- vetoes ---------------------------------------------------------------------------
