@@ -45,10 +45,10 @@ from tests.faults import CeleryWorker, Daphne, PrivatePostgres, PrivateRedis, un
 pytestmark = pytest.mark.models
 
 SHOPPERS = 3
-MESSAGES = 24  # per shopper, at least; more while the faults are still running
+MESSAGES = 14  # per shopper, at least; more while the faults are still running
 MAX_MESSAGES = 60
 # Faults start once this many messages (over all shoppers) are acknowledged.
-REDIS_AT, POSTGRES_AT, DAPHNE_AT = 10, 30, 50
+REDIS_AT, POSTGRES_AT, DAPHNE_AT = 6, 18, 30
 REDIS_DOWN_S = 4.0
 TEXTS = ("hi", "what's your return policy?", "thanks", "how much is shipping?")
 REPLY_TIMEOUT_S = 120
