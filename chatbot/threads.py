@@ -49,3 +49,14 @@ def in_plan_thread(func: Callable[P, T]) -> Callable[P, Awaitable[T]]:
         Callable[P, Awaitable[T]],
         DatabaseSyncToAsync(func, thread_sensitive=False, executor=_pool("plan")),
     )
+
+
+def pools_shutdown() -> None:
+    """Stop both pools (they are made again on next use). Their threads end, and with
+    them each thread's database connection, so nothing a pool thread opened outlives
+    this call; the test suite calls it after every test so that one test's pool threads
+    and connections never meet the next test's database flush."""
+    for name in ("db", "plan"):
+        executor = _pool(name)
+        executor.shutdown(wait=True)
+    _pool.cache_clear()
