@@ -223,7 +223,7 @@ def _vectorizer() -> FeatureUnion:
 
 def handoff_examples_load(path: Path = EXAMPLES_FILE) -> list[tuple[str, bool]]:
     """(text, is a request for a person) from a file in handoff.tsv's format."""
-    from routing.eval.evaluate import HANDOFF, handoff_load
+    from routing.eval.data import HANDOFF, handoff_load
 
     return [(item.text, item.intent == HANDOFF) for item in handoff_load(path)]
 

@@ -40,7 +40,7 @@ def seed_utterances_by_intent() -> dict[tuple[str, str], list[str]]:
     """(intent, language) -> example texts: intents.json plus the training part of the
     labelled evaluation set (routing/eval/train.tsv). The held-out part
     (routing/eval/heldout.tsv) is never seeded."""
-    from routing.eval.evaluate import TRAIN_FILE, labelled_load
+    from routing.eval.data import TRAIN_FILE, labelled_load
 
     grouped: dict[tuple[str, str], list[str]] = {}
     for item in seed_intents_data():

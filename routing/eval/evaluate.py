@@ -11,27 +11,26 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from routing.classifier import message_embedding
+from routing.eval.data import (  # noqa: F401  (re-exported: callers import them from here)
+    EVAL_DIR,
+    HANDOFF,
+    HANDOFF_DEV_FILE,
+    HANDOFF_FILE,
+    HELDOUT_FILE,
+    TRAIN_FILE,
+    Labelled,
+    handoff_load,
+    labelled_load,
+)
 from routing.handoff import HandoffScorer, handoff_by_scorer
 from routing.router import RouterSnapshot, route_decide
 from routing.text import text_normalise
 from routing.types import CLARIFY, COMPLEX_QUESTION, L1, L2, L3, OUT_OF_SCOPE
-
-EVAL_DIR = Path(__file__).resolve().parent
-TRAIN_FILE = EVAL_DIR / "train.tsv"
-HELDOUT_FILE = EVAL_DIR / "heldout.tsv"
-# Asking for a person (issue #15): held-out requests and near-misses, never trained on.
-HANDOFF_FILE = EVAL_DIR / "handoff.tsv"
-# The set the handoff rule was revised and the handoff scorer's threshold chosen on
-# (reported, but not a held-out figure).
-HANDOFF_DEV_FILE = EVAL_DIR / "handoff_dev.tsv"
-HANDOFF = "handoff"
 
 # The issue's targets on the held-out part.
 TARGETS = {
@@ -43,38 +42,6 @@ TARGETS = {
     "handoff_accuracy_min": 0.95,
     "false_handoff_max": 0.02,
 }
-
-
-@dataclass(frozen=True)
-class Labelled:
-    text: str
-    language: str
-    intent: str
-
-
-def labelled_load(path: Path) -> list[Labelled]:
-    items = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        parts = line.split("\t")
-        if len(parts) != 3 or parts[1] not in ("en", "zh") or not parts[2].strip():
-            raise ValueError(f"{path.name}:{number}: want intent<TAB>en|zh<TAB>text")
-        items.append(Labelled(text=parts[2].strip(), language=parts[1], intent=parts[0]))
-    return items
-
-
-def handoff_load(path: Path = HANDOFF_FILE) -> list[Labelled]:
-    """handoff.tsv: "handoff" (a request for a person) or "other" (a near-miss)."""
-    items = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        parts = line.split("\t")
-        if len(parts) != 3 or parts[0] not in (HANDOFF, "other") or parts[1] not in ("en", "zh"):
-            raise ValueError(f"{path.name}:{number}: want handoff|other<TAB>en|zh<TAB>text")
-        items.append(Labelled(text=parts[2].strip(), language=parts[1], intent=parts[0]))
-    return items
 
 
 def handoff_evaluate(*, items: list[Labelled], snapshot: RouterSnapshot) -> dict[str, Any]:
