@@ -70,15 +70,24 @@ def _close_thread_connections(django_db_setup: None, django_db_blocker) -> Itera
     """Worker threads (database_sync_to_async, live servers) keep their own database
     connections; end them so the test database can be dropped after the run."""
     yield
+    _other_connections_end(django_db_blocker)
+
+
+def _other_connections_end(django_db_blocker: Any, state_like: str = "%") -> list[tuple[int, str]]:
+    """End the test database's other connections (those whose state is LIKE
+    ``state_like``); returns each one's pid and last query."""
     from django.db import connection
 
     if connection.vendor != "postgresql":
-        return
+        return []
     with django_db_blocker.unblock(), connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            "SELECT pid, left(query, 200), pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND coalesce(state, '') LIKE %s",
+            [state_like],
         )
+        return [(pid, query) for pid, query, _ended in cursor.fetchall()]
 
 
 @pytest.fixture(autouse=True)
@@ -99,23 +108,12 @@ def _chat_pools_end(request: pytest.FixtureRequest, django_db_blocker: Any) -> I
     marker = request.node.get_closest_marker("django_db")
     if marker is None or not marker.kwargs.get("transaction"):
         return
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        return
-    with django_db_blocker.unblock(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pid, left(query, 200) FROM pg_stat_activity WHERE datname = "
-            "current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'"
+    for pid, query in _other_connections_end(django_db_blocker, "idle in transaction%"):
+        warnings.warn(
+            f"{request.node.nodeid}: connection {pid} left idle in a transaction "
+            f"(last query: {query}); ended before the flush",
+            stacklevel=1,
         )
-        stuck = cursor.fetchall()
-        for pid, query in stuck:
-            warnings.warn(
-                f"{request.node.nodeid}: connection {pid} left idle in a transaction "
-                f"(last query: {query}); ended before the flush",
-                stacklevel=1,
-            )
-            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
 
 
 @pytest.fixture(autouse=True)
