@@ -192,8 +192,25 @@ def _handoff_apply(conversation_id: int, ctx: TurnContext, plan: AnswerPlan) -> 
         return info.frame()
     if "handoff:unavailable" in plan.actions:
         reason = "closed" if "handoff:closed" in plan.actions else "nobody_online"
-        return {"type": "handoff", "status": "unavailable", "reason": reason}
+        frame: dict[str, Any] = {"type": "handoff", "status": "unavailable", "reason": reason}
+        email = _signed_in_email(ctx)
+        if email:
+            # The widget fills the ticket form's email with it: a signed-in shopper
+            # shouldn't have to type what the shop already knows.
+            frame["email"] = email
+        return frame
     return None
+
+
+def _signed_in_email(ctx: TurnContext) -> str:
+    """The email of a shopper the shop signed in (a shop-signed token). Not for one
+    verified in the chat by name and zip: that would show the email to anyone who
+    knows someone's name and zip code."""
+    if ctx.identity != Conversation.Identity.TOKEN or not ctx.customer_id:
+        return ""
+    # Through the shop's order service (the backend in settings), like every order fact.
+    customer = ctx.orders().customer_by_id(customer_id=ctx.customer_id)
+    return customer.email if customer else ""
 
 
 def _release_apply(plan: AnswerPlan, config: ReleaseConfig) -> None:

@@ -28,7 +28,7 @@ from desk import services
 from desk.models import AuditEvent, Ticket
 from tests.desk.conftest import desk_connect, frame_of, user_make
 from tests.desk.conftest import desk_open as desk_ws
-from tests.shopper import connect, frames_until_end, send, shown
+from tests.shopper import Shopper, connect, frames_until_end, send, shown
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -215,6 +215,36 @@ async def test_nobody_online_ticket_is_stored_emailed_and_answered(
     assert reply.to == ["jane@example.com"] and "Send us a photo" in reply.body
     ticket = await Ticket.objects.aget(pk=ticket_id)
     assert ticket.status == "answered" and ticket.answered_by_id == agent.pk
+
+
+async def test_nobody_online_fills_the_ticket_email_only_for_a_signed_in_shopper(
+    seeded_shop: None, fake_models: Any
+) -> None:
+    # The shop signed this shopper in: the frame carries their email for the ticket form.
+    signed_in = await Shopper.connect()
+    await signed_in.identify("james_li_5688")
+    await send(signed_in.comm, "can I talk to a real person?", "t1")
+    frames = await frames_until_end(signed_in.comm)
+    handoff = [f for f in frames if f["type"] == "handoff"]
+    assert handoff == [
+        {
+            "type": "handoff",
+            "status": "unavailable",
+            "reason": "nobody_online",
+            "email": "james.li4495@example.com",
+        }
+    ]
+    await signed_in.close()
+    # Verified in the chat by name and zip only: the email is not shown back.
+    typed = await Shopper.connect()
+    await typed.ask("where is my order #W2611340?")  # asks who they are
+    await typed.ask("I'm James Li, zip 10083")
+    await send(typed.comm, "can I talk to a real person?", "t2")
+    frames = await frames_until_end(typed.comm)
+    conversation = await Conversation.objects.aget(session_key=typed.hello["session"])
+    assert conversation.identity == Conversation.Identity.NAME_ZIP
+    assert [f.get("email") for f in frames if f["type"] == "handoff"] == [None]
+    await typed.close()
 
 
 def test_agent_gone_past_the_timeout_returns_the_conversation_to_the_queue(

@@ -1152,14 +1152,15 @@
         this._handoff = "none";
       } else if (f.status === "unavailable") {
         bar.hidden = true;
-        this._ticketForm();
+        this._ticketForm(f.email || "");
       } else {
         bar.hidden = true;
       }
       this.dispatchEvent(new CustomEvent("tierdesk:handoff", { detail: f }));
     }
 
-    _ticketForm() {
+    // email: the signed-in shopper's, sent by the server (only for a shop-signed token).
+    _ticketForm(knownEmail) {
       const t = this._t;
       if (this._log.querySelector("form.ticket")) return;
       const form = el("form", { class: "ticket" });
@@ -1168,6 +1169,7 @@
       // The question the shopper typed before asking for a person, as a start.
       const asked = [...this._log.querySelectorAll(".msg.user")].map((n) => n.textContent).slice(-3, -1);
       question.value = asked.join("\n");
+      email.value = knownEmail || "";
       const send = el("button", { type: "submit" }, t.ticketSend);
       form.append(el("p", {}, t.ticketIntro), email, question, send);
       form.addEventListener("submit", async (e) => {
@@ -1188,7 +1190,7 @@
         }
       });
       this._append(form);
-      email.focus();
+      (email.value ? question : email).focus();
     }
 
     _clearActions() {
