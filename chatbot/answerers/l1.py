@@ -408,6 +408,25 @@ def is_general_delivery(text: str, slots: dict[str, str]) -> bool:
     return bool(_GENERAL_DELIVERY.search(text)) and not _OWN_ORDER.search(text)
 
 
+# A destination the shopper names ("to Austin", "to 73301", 寄到北京): then their own
+# address is not what they asked about.
+_NAMED_PLACE = re.compile(
+    r"\bto (?!(?:my|me|us|our|you|your|the|a|an|here|home|it|them)\b)"
+    r"([a-z]{3,}(?: [a-z]{3,})?|\d{5})"
+    r"|(?:送到|寄到|发到|运到|配送到)(?!我)",
+    re.IGNORECASE,
+)
+
+
+def _asks_elsewhere(text: str, city: str) -> bool:
+    """The question names a destination other than the shopper's own city."""
+    match = _NAMED_PLACE.search(text)
+    if match is None:
+        return False
+    place = (match.group(1) or "").lower()
+    return not (place and city.lower().startswith(place.split()[0]))
+
+
 def delivery_estimate(ctx: TurnContext) -> AnswerPlan:
     """How long delivery takes, from the shop's shipping options; to the verified
     shopper's city (their latest order's address) when we know it. No order is looked
@@ -417,7 +436,11 @@ def delivery_estimate(ctx: TurnContext) -> AnswerPlan:
     if ctx.customer_id:
         orders = ctx.orders().orders_for_customer(customer_id=ctx.customer_id)
         latest = max(orders, key=lambda o: o.placed_on, default=None)
-        if latest is not None and latest.address.city:
+        if (
+            latest is not None
+            and latest.address.city
+            and not _asks_elsewhere(ctx.text, latest.address.city)
+        ):
             facts |= {"city": latest.address.city, "state": latest.address.state}
             key = "estimate_city"
     return say(ctx, rt.DELIVERY_TIME, key, facts, personal=key == "estimate_city")

@@ -82,14 +82,36 @@ async def test_delivery_time_to_a_place_answers_from_the_shipping_options(
 def test_verified_shopper_hears_their_city(seeded_shop: None) -> None:
     latest = Order.objects.filter(customer__customer_id=JAMES).order_by("-placed_on").first()
     assert latest is not None
-    plan = turn("how long does delivery take to Austin?", customer=JAMES)
+    city = latest.address["city"]
+    plan = turn("how long does shipping usually take?", customer=JAMES)
     assert plan.intent == "delivery_time" and plan.generation is None
-    assert latest.address["city"] in plan.text and latest.address["state"] in plan.text
+    assert city in plan.text and latest.address["state"] in plan.text
     for phrase in option_phrases("en"):
         assert phrase in plan.text
     assert latest.order_id not in plan.text and plan.personal
-    zh = turn("寄到北京一般几天", customer=JAMES, lang="zh")
-    assert latest.address["city"] in zh.text and "个工作日" in zh.text
+    zh = turn("寄到我家一般几天", customer=JAMES, lang="zh")
+    assert city in zh.text and "个工作日" in zh.text
+    # Naming their own city is still their address.
+    assert city in turn(f"how long does shipping take to {city}?", customer=JAMES).text
+
+
+@pytest.mark.django_db
+def test_a_named_destination_is_not_answered_with_the_shoppers_own_city(
+    seeded_shop: None,
+) -> None:
+    # Found in Chromium: James (New York) asked about Austin and was told about
+    # "your address in New York". Another place gets the shop's options, not his city.
+    city = Order.objects.filter(customer__customer_id=JAMES).latest("placed_on").address["city"]
+    for question, lang in (
+        ("how long does delivery take to Austin?", "en"),
+        ("how fast is shipping to 73301", "en"),
+        ("寄到北京一般几天", "zh"),
+    ):
+        plan = turn(question, customer=JAMES, lang=lang)
+        assert plan.intent == "delivery_time" and plan.generation is None, question
+        assert city not in plan.text and not plan.personal, question
+        for phrase in option_phrases(lang):
+            assert phrase in plan.text, question
 
 
 @pytest.mark.django_db
