@@ -11,7 +11,8 @@
 // Daphne and start it again on the same port, then waits for the widget to come back),
 // outbox (a message typed while the server is down survives a reload and is sent once),
 // identity (an email alone can't cancel; the emailed one-time code can), returns (a
-// return of a delivered item, confirmed with "yes").
+// return of a delivered item, confirmed with "yes"), ticket (nobody online: the signed-in
+// shopper's ticket form starts filled, and is sent).
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -519,6 +520,45 @@ async function identity() {
   return result;
 }
 
+// ticket (issue #15): nobody is at the desk; the signed-in shopper asks for a person in
+// a message that also says what is wrong. The ticket form starts with their email and
+// that message; they send it and see the thanks.
+async function ticket() {
+  const result = { scenario: "ticket" };
+  const { context, close } = await launch({ width: 1280, height: 800 });
+  try {
+    const page = context.pages()[0] || (await context.newPage());
+    watchPage(page, result);
+    await page.goto(opts.base + "/", { waitUntil: "domcontentloaded" });
+    result.has_token = (await page.locator(HOST).getAttribute("token")) !== null;
+    await openWidget(page);
+    await page.waitForSelector(`${HOST}[data-identified]`, { timeout: 15000 });
+    await ask(page, opts.question);
+    result.reply = await waitReply(page, 0);
+    await page.waitForSelector(`${HOST} form.ticket`);
+    const form = await shadow(
+      page,
+      `const f = root.querySelector("form.ticket");
+       return { email: f.querySelector("input[name=email]").value,
+         question: f.querySelector("textarea[name=question]").value,
+         focused: root.activeElement ? root.activeElement.name : null };`,
+    );
+    Object.assign(result, { form_email: form.email, form_question: form.question, focused: form.focused });
+    if (opts.screenshot) {
+      fs.mkdirSync(path.dirname(path.resolve(opts.screenshot)), { recursive: true });
+      await page.screenshot({ path: opts.screenshot });
+      result.screenshot = path.resolve(opts.screenshot);
+    }
+    await page.locator(`${HOST} form.ticket button[type=submit]`).click();
+    await page.waitForSelector(`${HOST} .ticket-done`);
+    result.done_text = await shadow(page, `return root.querySelector(".ticket-done").textContent;`);
+    result.ok = true;
+  } finally {
+    await close();
+  }
+  return result;
+}
+
 // returns (issue #17): the signed-in shopper returns an item of a delivered order: the
 // bot lists the items, the shopper picks one, the bot states the policy and asks for a
 // "yes", and only then requests the return. The screenshot shows the whole exchange.
@@ -555,7 +595,7 @@ async function returns() {
   return result;
 }
 
-const scenarios = { desktop, phone, keyboard, killed, outbox, identity, returns };
+const scenarios = { desktop, phone, keyboard, killed, outbox, identity, returns, ticket };
 const run = scenarios[opts.scenario];
 if (!run) throw new Error(`unknown scenario ${opts.scenario}`);
 try {

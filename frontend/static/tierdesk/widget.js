@@ -1166,8 +1166,9 @@
       const form = el("form", { class: "ticket" });
       const email = el("input", { type: "email", required: "", autocomplete: "email", "aria-label": t.ticketEmail, placeholder: t.ticketEmail, name: "email" });
       const question = el("textarea", { rows: "3", required: "", "aria-label": t.ticketQuestion, placeholder: t.ticketQuestion, name: "question" });
-      // The question the shopper typed before asking for a person, as a start.
-      const asked = [...this._log.querySelectorAll(".msg.user")].map((n) => n.textContent).slice(-3, -1);
+      // What the shopper wrote last, the request for a person included (it often says
+      // what is wrong: "my parcel is late, can I speak to someone?"), as a start.
+      const asked = [...this._log.querySelectorAll(".msg.user")].map((n) => n.textContent).slice(-3);
       question.value = asked.join("\n");
       email.value = knownEmail || "";
       const send = el("button", { type: "submit" }, t.ticketSend);
