@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F
 from django.utils import timezone
 
 from inference.jobs import task_enqueue
@@ -187,6 +187,28 @@ def document_reingest(*, document_ids: list[int], force: bool = True) -> int:
                 _enqueue(document_id, force=force)
                 count += 1
     return count
+
+
+@dataclass(frozen=True)
+class IngestionProgress:
+    ready: int
+    waiting: int  # pending or being ingested
+    failed: int
+
+    @property
+    def total(self) -> int:
+        return self.ready + self.waiting + self.failed
+
+
+def ingestion_progress() -> IngestionProgress:
+    """How many documents the worker has ingested, and how many it still has to."""
+    counts = dict(Document.objects.values_list("status").annotate(n=Count("pk")).order_by())
+    S = Document.Status
+    return IngestionProgress(
+        ready=counts.get(S.READY, 0),
+        waiting=counts.get(S.PENDING, 0) + counts.get(S.INGESTING, 0),
+        failed=counts.get(S.FAILED, 0),
+    )
 
 
 def document_fail(*, document_id: int, error: str) -> None:

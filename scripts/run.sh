@@ -57,6 +57,9 @@ while :; do
   sleep 1
 done
 curl -fsS "http://$HOST:$PORT/readyz" >/dev/null || { echo "not ready:"; curl -sS "http://$HOST:$PORT/readyz"; exit 1; }
+# On a fresh install the worker is still ingesting the demo knowledge base: wait for it,
+# or the first questions are answered from part of it (knowledge_wait's docstring).
+.venv/bin/python manage.py knowledge_wait --timeout 900
 echo "Tierdesk is ready."
 echo "  Demo shop with the chat widget: http://$HOST:$PORT/"
 echo "  Django admin (demo login admin / admin): http://$HOST:$PORT/admin/"
