@@ -11,7 +11,8 @@ out:
 
 from the role's queue (``inference.queue``: who holds a slot, who waits) and the
 service times this process measured itself (moving averages, ``Ewma``; the last term
-is the median of the last ``FIRST_WINDOW`` turns). The last term is kept per load
+is the median of the last ``FIRST_WINDOW`` turns, at least ``FIRST_MIN`` of them,
+pooled with lighter loads' when a load has fewer). The last term is kept per load
 (requests in flight when the turn was admitted: 0, 1, 2-3, 4-7, 8-15, 16+): continuous
 batching makes a first token slower the more replies decode beside it, and one average
 over every load predicted an idle server from its busy minutes, degrading turns it
@@ -44,8 +45,10 @@ from .capacity import SlotStatus, capacity
 from .queue import Ewma, gate_for
 from .registry import resolve_role
 
-# Turns per (tier, load) whose first-chunk times the prediction takes the median of.
+# Turns per (tier, load) whose first-chunk times the prediction takes the median of,
+# and the fewest it trusts alone (fewer: pooled with the lighter loads' turns).
 FIRST_WINDOW = 15
+FIRST_MIN = 3
 
 # Why a turn degraded (the ``done`` frame's ``degraded.reason``).
 PREDICTED = "predicted"  # the queue and recent service times say the budget can't be met
@@ -102,15 +105,24 @@ class Admission:
 
     def first_predicted(self, tier: str, load: int) -> float | None:
         """The tier's median first-chunk time over the last turns at ``load`` (a
-        bucket), else at the nearest lighter load measured, else the overall average
-        (None: nothing measured). A median, not an average: one slow turn moved an
-        average over the budget, the turns after it degraded on the prediction and left
-        no new measurement to bring it down (make load, 25 sessions: 25 of 62 L1 turns
-        degraded on it while the model-written first chunks were p50 158 ms)."""
+        bucket), pooled with the nearest lighter loads until ``FIRST_MIN`` turns are
+        in, else the overall average (None: nothing measured). A median, not an
+        average: one slow turn moved an average over the budget, the turns after it
+        degraded on the prediction and left no new measurement to bring it down (make
+        load, 25 sessions: 25 of 62 L1 turns degraded on it while the model-written
+        first chunks were p50 158 ms). Pooled, because a load seen once is a median
+        of one: one turn cut off at the deadline there (its wait counts as its service
+        time, ``missed``) puts every later turn at that load over the budget, and only
+        a trial every ``TIERDESK_ADMISSION_PROBE_S`` can measure it back down. At 5-25
+        sessions the busier loads are seen a few times a step, so that is the common
+        case there, not the exception."""
+        pooled: list[float] = []
         for bucket in range(load, -1, -1):
-            window = self.first_at.get((tier, bucket))
-            if window:
-                return statistics.median(window)
+            pooled.extend(self.first_at.get((tier, bucket), ()))
+            if len(pooled) >= FIRST_MIN:
+                break
+        if pooled:
+            return statistics.median(pooled)
         return self.first_ewma(tier).value
 
     def _first_add(self, ticket: Ticket, seconds: float) -> None:

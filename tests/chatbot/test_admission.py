@@ -18,7 +18,7 @@ from channels.db import database_sync_to_async
 from chatbot.models import Message
 from chatbot.orders.identity import shopper_token_issue
 from inference import registry
-from inference.admission import admission, admission_reset
+from inference.admission import Ticket, admission, admission_reset
 from inference.capacity import SlotStatus
 from inference.queue import PriorityGate, gate_for, queue_reset
 from tests.servers import remote
@@ -175,6 +175,49 @@ def test_one_slow_turn_does_not_hold_the_tier_off_its_model() -> None:
         return ticket.admitted, ticket.probe
 
     assert asyncio.run(scenario()) == (True, False)
+
+
+def test_a_load_seen_once_is_pooled_with_the_lighter_loads() -> None:
+    """One turn cut off at the deadline at a load seen once (two requests in flight) is
+    not the whole prediction for that load: with fewer than FIRST_MIN turns there, the
+    lighter loads' turns count too, so the next turn at that load is admitted (before,
+    it degraded on a median of one until the next trial) while the lighter loads are
+    quick. Once the load has FIRST_MIN turns of its own, they alone decide."""
+
+    def server(busy: int) -> SlotStatus:
+        return SlotStatus("fast", "", True, 8, busy, 0, time.monotonic())
+
+    def turn(at: float, busy: int, first_s: float | None) -> Ticket:
+        # Each message arrived 50 ms before its turn asks (its planning).
+        ticket = admission().admit(
+            tier="L1", role="fast", received_at=at - 0.05, now=at, server=server(busy)
+        )
+        if ticket.admitted and first_s is not None:
+            admission().first_chunk(ticket, at=at + first_s, queue_s=0.0)
+        elif ticket.admitted:
+            admission().missed(ticket, at=ticket.deadline or 0.0)
+        return ticket
+
+    async def scenario() -> list[Ticket]:
+        for i in range(4):  # one request in flight: first chunks at 150 ms
+            turn(float(i), 1, 0.15)
+        return [
+            turn(10.0, 2, None),  # two in flight, once: cut off at the deadline (330 ms)
+            turn(11.0, 2, 0.4),  # a second later, two in flight again
+            turn(11.5, 2, 0.4),
+            turn(12.0, 2, None),  # three turns at that load now: 330, 400, 400 ms
+        ]
+
+    cut, after, again, busy = asyncio.run(scenario())
+    assert cut.admitted and cut.load == 2
+    # Pooled with the four at 150 ms: median 150 ms, + 50 ms elapsed.
+    assert after.admitted and not after.probe
+    assert after.predicted_ms == pytest.approx(200, abs=1)
+    # 330, 400 and the four 150s: still a median of 150 ms.
+    assert again.admitted and not again.probe
+    assert again.predicted_ms == pytest.approx(200, abs=1)
+    # The load's own three turns (median 400 ms): over the budget, and no trial yet.
+    assert not busy.admitted and busy.predicted_ms == pytest.approx(450, abs=1)
 
 
 @pytest.mark.models
