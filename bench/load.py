@@ -513,6 +513,9 @@ class LoadLane(WsLane):
         done = watched.last_done if watched is not None else None
         if done is not None and done.get("degraded"):
             sample.extra["degraded"] = str(done["degraded"].get("reason", "?"))
+            # The whole verdict (queue, slots, predicted and waited ms): the breakdown
+            # of why a turn degraded (issue #16), kept per step in degraded_detail.
+            sample.extra["degraded_detail"] = dict(done["degraded"])
         return sample
 
 
@@ -671,6 +674,34 @@ def step_summary(run: StepRun) -> dict[str, Any]:
             for tier in sorted({s.tier for s in ok if s.tier in MIX})
         },
         "degraded": dict(Counter(f"{s.tier}:{s.extra['degraded']}" for s in ok if is_degraded(s))),
+        # Each degraded turn's verdict, in the order they came (what admission saw).
+        "degraded_detail": [
+            {
+                "tier": s.tier,
+                "intent": s.intent,
+                "first_ms": None if s.first_ms is None else round(s.first_ms, 1),
+                "server_first_ms": s.server_first_ms,
+                **s.extra.get("degraded_detail", {}),
+            }
+            for s in ok
+            if is_degraded(s)
+        ],
+        # The slowest first chunks (client and server side), to see where the p95 goes.
+        "slowest": [
+            {
+                "tier": s.tier,
+                "first_ms": round(s.first_ms or 0.0, 1),
+                "server_first_ms": s.server_first_ms,
+                "model": s.model,
+                "degraded": s.extra.get("degraded", ""),
+            }
+            for s in sorted(
+                (s for s in ok if s.first_ms is not None), key=lambda s: -(s.first_ms or 0)
+            )[:25]
+        ],
+        # The share again, counting a model reply whose fact guard put the template in
+        # its place as not model-phrased: what the fast model's own phrasing delivers.
+        "model_phrased_share_guard_kept": model_phrased(ok, guard_kept=True),
         # First chunk of the replies a model wrote, per tier (what admission measures).
         "model_first_chunk_ms": {
             tier: latency(
@@ -712,12 +743,15 @@ def is_degraded(sample: Sample) -> bool:
     return bool(sample.extra.get("degraded"))
 
 
-def model_phrased(samples: list[Sample]) -> float | None:
+def model_phrased(samples: list[Sample], *, guard_kept: bool = False) -> float | None:
     """Model-written / (model-written + degraded): template-only replies that never
-    planned a model (greetings, clarifications, approved answer cards) are not counted."""
-    written = sum(1 for s in samples if s.model and not is_degraded(s))
+    planned a model (greetings, clarifications, approved answer cards) are not counted.
+    ``guard_kept``: a model reply its guard replaced with the template counts as written
+    in the denominator only (the model was asked and its phrasing was not shown)."""
+    asked = [s for s in samples if s.model and not is_degraded(s)]
+    written = sum(1 for s in asked if not (guard_kept and s.guard == "template"))
     degraded = sum(1 for s in samples if is_degraded(s))
-    return round(written / (written + degraded), 4) if written + degraded else None
+    return round(written / (len(asked) + degraded), 4) if asked or degraded else None
 
 
 def step_passes(summary: dict[str, Any]) -> bool:
@@ -1201,6 +1235,9 @@ def figures_build(
             for tier in ("all", "L1", "L2", "L3"):
                 out[f"{prefix}{tier.lower()}_first_chunk_p95_ms_{n}"] = fc.get(tier, {}).get("p95")
             out[f"{prefix}model_phrased_share_{n}"] = s["model_phrased_share"]
+            out[f"{prefix}model_phrased_share_guard_kept_{n}"] = s.get(
+                "model_phrased_share_guard_kept"
+            )
             model_l1 = s["model_first_chunk_ms"].get("L1", {})
             out[f"{prefix}l1_model_written_first_chunk_p50_ms_{n}"] = model_l1.get("p50")
             out[f"{prefix}sessions_waited_{n}"] = s["waiting_room"]["sessions_waited"]
