@@ -20,6 +20,7 @@ from releases.models import STABLE
 from routing.templates import template_render
 
 from .answerers.base import AnswerPlan, template_text
+from .budgets import session_status
 from .dialogue import Dialogue, TurnContext
 from .handoff import (
     desk_group,
@@ -174,6 +175,10 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[AnswerPlan, int
         # The shopper's widget shows the queue (or the ticket form); open desks re-read it.
         group_frame_sync(shopper_group(conversation_id), handoff_frame)
         group_frame_sync(desk_group(), {"type": "queue_changed"})
+    if plan.generation is not None:
+        # Read here, in the planning thread, rather than in a thread hop of its own
+        # between the plan and the model call (issue #16: first-chunk overhead).
+        plan.session = session_status(conversation_id=conversation_id)
     return plan, reply.pk
 
 

@@ -204,12 +204,16 @@ async def _degrade(plan: AnswerPlan, reply: Reply, why: dict[str, Any]) -> Async
     text, label = degraded_text(plan)
     reply.meta["degraded"] = why
     reply.model, reply.usage, reply.guard, reply.fallback = "", Usage(), label, None
-    if plan.tier == rt.L3 and OFFER_HUMAN not in plan.actions:
+    remember = plan.tier == rt.L3 and OFFER_HUMAN not in plan.actions
+    if remember:
         plan.actions.append(OFFER_HUMAN)
-        if reply.conversation_id:
-            await in_db_thread(_handoff_offer_remember)(reply.conversation_id)
     async for event in replace_answer(text, reply):
         yield event
+    if remember and reply.conversation_id:
+        # After the text: the offer is still remembered before the ``done`` frame (a
+        # "yes" can't come sooner), but the busy text, sent at the cut-off, no longer
+        # waits behind a database-pool thread first (under load that pool has a queue).
+        await in_db_thread(_handoff_offer_remember)(reply.conversation_id)
 
 
 class _Checkpoint:

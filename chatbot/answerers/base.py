@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
 
-from chatbot.budgets import session_status
+from chatbot.budgets import SessionStatus, session_status
 from chatbot.orders.backends import get_order_service
 from chatbot.orders.types import Customer, OrderService
 from chatbot.threads import in_db_thread
@@ -112,6 +112,9 @@ class AnswerPlan:
     route_reason: dict[str, Any] = field(default_factory=dict)
     route_ms: float = 0.0
     error_code: str = ""
+    # VIP and token budget for the model queue, read while planning (same thread hop):
+    # None reads them when the model is asked.
+    session: SessionStatus | None = None
 
     def cited(self) -> list[dict[str, Any]]:
         """The passages the answer is written from (the ``done`` frame's citations)."""
@@ -262,7 +265,9 @@ async def model_answer(
     backend = get_backend(plan.role)
     reply.model = backend.model_id
     # VIP (the model queue's priority) and the session's token budget (docs/resilience.md).
-    session = await in_db_thread(session_status)(conversation_id=reply.conversation_id)
+    session = plan.session or await in_db_thread(session_status)(
+        conversation_id=reply.conversation_id
+    )
     info = StreamInfo()
     chain: list[Guard] = [LeakGuard(plan.language), *guards]
     tripped: Guard | None = None
