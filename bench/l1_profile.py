@@ -10,12 +10,17 @@ moment the message frame is sent:
   ``knowledge`` (knowledge-aware routing), ``prompt`` (the L1 prompt, with ``compress``,
   its compression); the rest of ``plan`` is the conversation's state, the order's facts
   and the reply row;
-- ``model_open``: the model call starts (session status read, queue slot taken);
+- ``model_open``: the model call starts (``base.model_answer``), then the queue slot;
 - ``model_first``: the first token arrives from the model server;
 - ``first_chunk``: the first chunk frame reaches the shopper (the fact guard holds a
   token that may still grow);
 - ``bare_first``: the same prompt straight to the model server's ``/v1/completions``
   (stream), right after: what the model alone takes to its first token.
+
+``--l2 N`` also sends N knowledge questions the router gives L2 (bench/load.py's pool),
+in a conversation of their own, with ``kb_plan`` (``knowledge.answer.answer_plan``:
+cards, retrieval, the prompt) as their planning part; their ``first_chunk`` comes after
+the entailment guard has checked the first sentence. Their p50s are under ``L2``.
 
 Run: ``.venv/bin/python -m bench.l1_profile`` (the bench database must be seeded, as
 ``make bench`` does). Prints a table of p50s; ``--out`` also writes JSON.
@@ -46,6 +51,7 @@ STAGES = (
     "knowledge",
     "prompt",
     "compress",
+    "kb_plan",
     "model_open",
     "slot_ask",
     "slot",
@@ -96,14 +102,18 @@ def instrument() -> None:
     dialogue.route_message = CLOCK.span("route", dialogue.route_message)
     dialogue.knowledge_route = CLOCK.span("knowledge", dialogue.knowledge_route)
     l1_answerer.l1_prompt = CLOCK.span("prompt", l1_answerer.l1_prompt)
+    from knowledge import answer as kb_answer
+
+    # The L2 answerer imports it when it plans: patched on its module.
+    kb_answer.answer_plan = CLOCK.span("kb_plan", kb_answer.answer_plan)
     prompts.l1_question_compressed = CLOCK.span("compress", prompts.l1_question_compressed)
-    original_status = base.session_status
+    original_backend = base.get_backend
 
-    def status(**kwargs: Any) -> Any:
-        CLOCK.mark("model_open")
-        return original_status(**kwargs)
+    def backend(role: str) -> Any:
+        CLOCK.mark("model_open")  # model_answer's first step
+        return original_backend(role)
 
-    base.session_status = status
+    base.get_backend = backend
     from inference import queue as model_queue
 
     original_slot = model_queue.model_slot
@@ -208,7 +218,7 @@ def summary(rows: list[dict[str, Any]], skip: int) -> dict[str, float]:
     keys = [
         *STAGES,
         "bare_first",
-        *[f"{k}_ms" for k in ("plan", "route", "knowledge", "prompt", "compress")],
+        *[f"{k}_ms" for k in ("plan", "route", "knowledge", "prompt", "compress", "kb_plan")],
     ]
     out = {}
     for key in keys:
@@ -228,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", type=int, default=2, help="first turns left out (warm-up)")
     parser.add_argument("--port", type=int, default=PROFILE_PORT)
     parser.add_argument("--no-model-server", action="store_true", help="one is on --port")
+    parser.add_argument("--l2", type=int, default=0, help="L2 questions after the L1 turns")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     l1.MODELS.update(mode="server", port=args.port)
@@ -244,6 +255,18 @@ def main(argv: list[str] | None = None) -> int:
     )[0]
     convs = [conv for lane in scenario.lanes for conv in lane]
     l1.prompts_plan([scenario])  # each message's prompt, for the bare comparison
+    if args.l2:
+        from bench.load import message_pools
+
+        pool = message_pools()["L2"]
+        extra = l1.scenarios_build(seed=12, c1_convs=1, c1_msgs=1, sessions=0, msgs=0)[0]
+        conv = extra.lanes[0][0]
+        # Spread over the pool (it is in file order: topics and languages in runs).
+        step = max(1, len(pool) // args.l2)
+        conv.messages = [
+            l1.Msg(kind=intent, text=text, tier="L2") for intent, text in pool[::step][: args.l2]
+        ]
+        convs.append(conv)
     # That planned every message once: forget the per-text caches it filled (the
     # message's embedding, its compression), so each turn does the work a new message does.
     from inference.compress import _compress_cached
@@ -263,10 +286,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if server is not None:
             server.stop()
-    result = {"rows": rows, "p50_ms": summary(rows, args.skip), "load1": os.getloadavg()[0]}
+    l1_rows = [r for r in rows if r.get("tier") == "L1"]
+    l2_rows = [r for r in rows if r.get("tier") == "L2"]
+    result = {
+        "rows": rows,
+        "p50_ms": summary(l1_rows, args.skip),
+        "load1": os.getloadavg()[0],
+    }
+    if l2_rows:
+        result["L2"] = summary(l2_rows, 0)
     for row in rows:
         print(json.dumps(row, ensure_ascii=False))
-    print(json.dumps(result["p50_ms"], indent=1))
+    print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=1))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     return 0
