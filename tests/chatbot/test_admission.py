@@ -220,6 +220,54 @@ def test_a_load_seen_once_is_pooled_with_the_lighter_loads() -> None:
     assert not busy.admitted and busy.predicted_ms == pytest.approx(450, abs=1)
 
 
+async def test_a_cut_off_turn_sends_its_text_before_the_model_stream_is_closed(
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """At the deadline the degraded text goes out first; closing the model's stream
+    (its connection, its slot: awaits that take a while on a loaded event loop) comes
+    after it, so the text is still within the budget. The model stream here is a
+    stand-in that never starts and takes 0.5 s to close: the property is the turn
+    driver's order of work, which ``asyncio.wait_for`` had the other way round."""
+    from chatbot import turn
+    from chatbot.answerers.base import AnswerPlan, Chunk, Reply
+    from inference.base import GenerationRequest
+
+    settings.TIERDESK_FIRST_CHUNK_BUDGET_MS = {"L1": 300, "L2": 800, "L3": 1500}
+    closed: list[float] = []
+
+    class NeverStarts:
+        tier = "L1"
+
+        async def stream(self, plan: AnswerPlan, reply: Reply) -> Any:
+            try:
+                await asyncio.sleep(30)
+                yield Chunk("too late")
+            finally:
+                await asyncio.sleep(0.5)
+                closed.append(time.perf_counter())
+
+    monkeypatch.setattr(turn, "answerer_for", lambda tier: NeverStarts())
+    plan = AnswerPlan(
+        tier="L1",
+        intent="order_status",
+        text="Your order #W2611340 is on its way.",
+        language="en",
+        generation=GenerationRequest(prompt="Facts: ...\nReply:", max_tokens=8),
+    )
+    reply = Reply(received_at=time.perf_counter())
+    shown_at: list[float] = []
+    texts = []
+    async for event in turn.admitted_stream(plan, reply):
+        shown_at.append(time.perf_counter())
+        texts.append(getattr(event, "text", ""))
+    assert reply.meta["degraded"]["reason"] == "deadline"
+    assert "".join(texts) == plan.text and reply.guard == "template"
+    # At the cut-off (280 ms), not after the stream's 0.5 s clean-up.
+    assert shown_at[0] - reply.received_at < 0.4
+    # The clean-up still ran to its end before the turn finished.
+    assert closed and closed[0] > shown_at[-1]
+
+
 @pytest.mark.models
 async def test_l1_within_budget_is_model_phrased(
     seeded_shop: None, model_files: None, settings: Any
