@@ -77,6 +77,8 @@ class StreamGuard:
         cut = len(self._buffer)
         while cut > 0 and _TOKEN_CHARS.match(self._buffer[cut - 1]):
             cut -= 1
+        if not self._seen.strip() and _first_word_safe(self._buffer[cut:]):
+            cut = len(self._buffer)
         release, self._buffer = self._buffer[:cut], self._buffer[cut:]
         return self._release(release)
 
@@ -106,6 +108,21 @@ class StreamGuard:
             self.verdict = GuardVerdict(False, "empty reply")
             return None
         return tail
+
+
+_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def _first_word_safe(run: str) -> bool:
+    """The reply's first word may go out before the token after it (issue #16: holding
+    it cost one decoding step of the first chunk, ~20 ms), when it is letters only and
+    begins no carrier's name. What grows from such a word is checked on its own: digits
+    glued to it ("Your" + "123") are checked as "123", a stricter check than the glued
+    token would get unless "123" is itself a fact; a carrier is checked whole, since no
+    carrier's name begins with it."""
+    return bool(_WORD.fullmatch(run)) and not any(
+        c.lower().startswith(run.lower()) for c in CARRIERS
+    )
 
 
 def _contains(text: str, value: str) -> bool:

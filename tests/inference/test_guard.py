@@ -85,3 +85,19 @@ def test_chinese_dates_and_ids() -> None:
         facts=facts,
         required=["#W2611340"],
     ).ok
+
+
+def test_streaming_releases_the_first_word_at_once() -> None:
+    """The first word goes out with its own token (not one token later) when it is
+    letters only and begins no carrier's name; a carrier's beginning, a single letter
+    (an id's prefix: "W" + "2611340") and anything with a digit are still held."""
+    guard = StreamGuard(facts=FACTS, required=[], template_text="")
+    assert guard.feed(" Your") == " Your"
+    assert guard.feed(" order") == " "  # past the first word: held until it ends
+    assert guard.feed(" #W26") == "order "
+    for first in ("Fed", "U", "W", "W26", "#W"):
+        held = StreamGuard(facts=FACTS, required=[], template_text="")
+        assert held.feed(first) == "", first
+    fedex = StreamGuard(facts=FACTS, required=[], template_text="")
+    assert fedex.feed("Fed") == "" and fedex.feed("Ex ships it") is None
+    assert "FedEx" in fedex.verdict.reason
