@@ -94,6 +94,25 @@ def load_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 # -- 1-2. the knowledge base and its cards ---------------------------------------------------
+def knowledge_reuse() -> dict[str, Any] | None:
+    """The knowledge base an earlier run of this evaluation left in its database (for
+    the dev loop, ``--reuse-kb``): None when there is none to reuse."""
+    from django.db import DatabaseError
+
+    from knowledge.models import AnswerCard, Document
+
+    try:
+        documents = Document.objects.count()
+        cards = AnswerCard.objects.count()
+    except DatabaseError:
+        return None
+    if not documents or not cards:
+        return None
+    out = {"documents": documents, "cards": cards, "reused": True}
+    log(f"knowledge base reused: {out}")
+    return out
+
+
 def knowledge_prepare(card_role: str) -> dict[str, Any]:
     from django.core.management import call_command
     from django.test import override_settings
@@ -413,10 +432,30 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--limit", type=int, default=0, help="ask only the first N questions")
     parser.add_argument("--split", default="", help="ask only this split (dev/test)")
+    parser.add_argument("--ids", default="", help="ask only these question ids (comma-separated)")
     parser.add_argument(
         "--own-orders", type=int, default=20, help="signed-in shoppers asking L3 about their orders"
     )
+    parser.add_argument(
+        "--reuse-kb",
+        action="store_true",
+        help="keep the knowledge base and cards an earlier run left in the database (dev loop: "
+        "only for changes to answering, not to ingestion or cards)",
+    )
+    parser.add_argument(
+        "--out",
+        default="",
+        help="where the results go (default: bench/results/answers.json for a full run, "
+        "var/answers-partial.json when --split, --limit, --ids or --reuse-kb narrow it)",
+    )
     args = parser.parse_args(argv)
+    partial = bool(args.split or args.limit or args.ids or args.reuse_kb)
+    # A narrowed run never overwrites the published figures.
+    out_path = (
+        Path(args.out)
+        if args.out
+        else (ROOT / "var" / "answers-partial.json" if partial else RESULTS)
+    )
     setup_django()
     from bench import l1
     from bench.l1 import DaphneServer, free_port, redis_flush
@@ -426,10 +465,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     checker = {"test": checker_evaluate("test"), "dev": checker_evaluate("dev")}
     log(f"checker (test split): {checker['test']['all']}")
-    kb = knowledge_prepare(args.card_role)
+    kb = (knowledge_reuse() if args.reuse_kb else None) or knowledge_prepare(args.card_role)
     questions = load_jsonl(EVAL / "answers" / "questions.jsonl")
     if args.split:
         questions = [q for q in questions if q["split"] == args.split]
+    if args.ids:
+        wanted = set(args.ids.split(","))
+        questions = [q for q in questions if q["id"] in wanted]
     if args.limit:
         questions = questions[: args.limit]
     redis_flush(os.environ["REDIS_URL"])
@@ -441,7 +483,11 @@ def main(argv: list[str] | None = None) -> int:
         log(f"daphne ready in {server.ready_s:.1f}s; asking {len(questions)} questions")
         rows = answers_run(port, questions)
         try:
-            own = own_orders_run(port, args.own_orders)
+            own = (
+                own_orders_run(port, args.own_orders)
+                if args.own_orders
+                else {"shoppers": 0, "facts_stated": None, "invented_order_facts": None, "rows": []}
+            )
         except Exception as exc:  # the main figures must survive a fault in this part
             log(f"L3 own orders failed: {exc!r}")
             own = {"error": repr(exc), "shoppers": 0, "facts_stated": None}
@@ -502,7 +548,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     result = {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": "make eval-answers",
+        "command": "make eval-answers"
+        + ("" if not partial else " (partial: " + " ".join(argv or sys.argv[1:]) + ")"),
         "figures": figures,
         "targets": TARGETS,
         "knowledge_base": kb,
@@ -513,8 +560,8 @@ def main(argv: list[str] | None = None) -> int:
         "l3_own_orders": own,
         "rows": rows,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     log(json.dumps(figures, indent=1))
     return 0
 
