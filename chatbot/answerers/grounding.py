@@ -67,6 +67,11 @@ LABELS = {
     },
 }
 
+# The lines that only say what the records hold (not signed in, no orders, no refund).
+SUMMARY_LINES = frozenset(
+    labels[key] for labels in LABELS.values() for key in ("no_orders", "anonymous", "no_refunds")
+)
+
 
 @dataclass(frozen=True)
 class CatalogueRow:
@@ -104,6 +109,9 @@ class ShopContext:
     catalogue_lines: list[str] = field(default_factory=list)
     catalogue_rows: list[CatalogueRow] = field(default_factory=list)
     kb_passages: list[str] = field(default_factory=list)
+    # The best help-article passage's own sentences about the question, when that
+    # passage covers what the question asks ("" : none does): the abstain reply's rule.
+    kb_extract: str = ""
     citations: list[dict[str, Any]] = field(default_factory=list)
     # The shopper's own orders were read (so the reply is personal: never cached).
     personal: bool = False
@@ -133,11 +141,14 @@ class ShopContext:
 
     def extract(self) -> str:
         """What the records plainly say, for a reply the model couldn't back: the
-        order summary line (no refunds, no orders, not signed in) and the first two
-        catalogue rows. Shop data word for word, so nothing in it is invented."""
-        summaries = {v for labels in LABELS.values() for v in labels.values()}
-        parts = [line for line in self.order_lines if line in summaries][:1]
+        order summary line (no refunds, no orders, not signed in), the first two
+        catalogue rows and the help article's sentences on the question. Shop data
+        word for word, so nothing in it is invented: a rule question about "this"
+        purchase from a shopper nobody knows still gets the shop's rule."""
+        parts = [line for line in self.order_lines if line in SUMMARY_LINES][:1]
         parts += [row.short() for row in self.catalogue_rows[:2]]
+        if self.kb_extract:
+            parts.append(self.kb_extract)
         return " ".join(parts)
 
     def passages(self) -> list[str]:
@@ -293,6 +304,21 @@ def kb_passages(*, question: str, language: str) -> tuple[list[Any], dict[str, A
     return [p for p in result.passages if p.relevant], {}
 
 
+def kb_extract(question: str, passages: list[Any]) -> str:
+    """The best relevant passage's sentences on the question (``passage_extract``),
+    when that passage holds what the question asks about (L2's coverage check);
+    "" otherwise, so an unrelated article is never quoted as the answer."""
+    from knowledge.answer import passage_material
+    from knowledge.entail import question_coverage
+    from knowledge.grounding import passage_extract
+
+    if not passages or not question_coverage(question, [passage_material(passages[0])]).answers:
+        return ""
+    return passage_extract(
+        question, [passages[0].text], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS
+    )
+
+
 def _fits(line: str, used: int, budget: int) -> bool:
     from knowledge.text import estimate_tokens
 
@@ -344,6 +370,7 @@ def shop_context(
         ctx.explain["products"] = products
     passages, explain = kb_passages(question=question, language=lang)
     ctx.explain |= explain
+    ctx.kb_extract = kb_extract(question, passages)
     for passage in passages:
         text = f"{passage.title}: {' '.join(passage.text.split())}"
         if _fits(text, used, budget):

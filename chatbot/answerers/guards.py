@@ -157,6 +157,8 @@ class EntailmentGuard:
         self._released = 0
         self._dropped: list[dict[str, str]] = []
         self._refused = False
+        # The sentences shown so far, as checked.
+        self._shown: list[str] = []
 
     def feed(self, text: str, marks: Mapping[str, Any]) -> str | None:
         self._buffer += text
@@ -193,6 +195,7 @@ class EntailmentGuard:
                 self._dropped.append({"text": sentence, "label": label, "reason": reason})
         if not out:
             return ""
+        self._shown.extend(out)
         cjk = any("\u4e00" <= ch <= "\u9fff" for ch in "".join(out))
         text = ("" if cjk else " ").join(out)
         if self._released and not cjk:
@@ -262,12 +265,28 @@ class GroundedGuard(EntailmentGuard):
       negations), unless it is pure courtesy (no content words).
 
     With nothing left, the shopper is told we can't confirm it and offered a person
-    (``abstain``): never the passage extract, which may not be what they asked.
+    (``abstain``, which quotes the help article's sentences on the question only when
+    that article covers it: ``grounding.kb_extract``).
+
+    When all the model said is a summary of the records ("You are not signed in, so
+    your orders are not available."), it answered nothing the shopper asked: the same
+    article sentences (``rule``) follow it, word for word, so a rule question from a
+    shopper nobody knows still gets the shop's rule.
     """
 
-    def __init__(self, *, question: str, passages: list[str], abstain: str) -> None:
+    def __init__(
+        self,
+        *,
+        question: str,
+        passages: list[str],
+        abstain: str,
+        rule: str = "",
+        bare: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__(question=question, passages=passages, extract=abstain, dont_know=abstain)
         self.facts = "\n".join(passages)
+        self.rule = rule
+        self.bare = bare
 
     def _judge(self, sentence: str) -> tuple[str, str]:
         if BOILERPLATE.search(sentence):
@@ -283,4 +302,8 @@ class GroundedGuard(EntailmentGuard):
             # Nothing backed (or only "I don't know"): one label, the abstain text.
             self.verdict.label = "abstained"
             self.verdict.meta.setdefault("abstained", True)
+        elif self.rule and all(s.strip() in self.bare for s in self._shown):
+            cjk = any("\u4e00" <= ch <= "\u9fff" for ch in self.rule)
+            tail += ("" if cjk else " ") + self.rule
+            self.verdict.meta["rule_added"] = True
         return tail

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -201,7 +201,7 @@ def with_rule(ctx: TurnContext, decision: rt.RouteDecision, plan: AnswerPlan) ->
         logger.exception("knowledge base unavailable to the %s flow", decision.intent)
         return plan
     if rule is None:
-        return plan
+        return _without_rule(ctx, plan) if decision.intent in rt.ORDER_INTENTS else plan
     if decision.intent == rt.ACCOUNT_HELP:
         text = rule.text
     elif plan.text == template_text(ctx, "dialogue", "ask_identity"):
@@ -218,6 +218,24 @@ def with_rule(ctx: TurnContext, decision: rt.RouteDecision, plan: AnswerPlan) ->
         personal=plan.personal,
         citations=rule.citations,
     )
+
+
+def _without_rule(ctx: TurnContext, plan: AnswerPlan) -> AnswerPlan:
+    """A general question the knowledge base has no rule for ("can you deliver on a
+    Sunday?", about no order of the shopper's): say the articles don't tell, then the
+    flow's step for the shopper who did mean an order. Asking who they are alone
+    answered a question nobody asked. A request or a question about "my order" keeps
+    the flow's reply."""
+    from knowledge.answer import NO_RULE
+    from routing.knowledge_route import is_personal, is_question
+
+    if is_personal(ctx.text) or not is_question(ctx.text):
+        return plan
+    no_rule = NO_RULE.get(ctx.language, NO_RULE["en"])
+    step = plan.text
+    if step == template_text(ctx, "dialogue", "ask_identity"):
+        step = template_text(ctx, "dialogue", "ask_identity_also")
+    return replace(plan, text=f"{no_rule}\n\n{step}")
 
 
 def phrase(ctx: TurnContext, intent: str, key: str, facts: dict[str, str]) -> L1Plan:

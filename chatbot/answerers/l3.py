@@ -41,7 +41,7 @@ from .base import (
     template_text,
     text_answer,
 )
-from .grounding import shop_context
+from .grounding import SUMMARY_LINES, shop_context
 from .guards import GroundedGuard, Guard
 
 OFFER_HUMAN = "offer:human"
@@ -137,6 +137,7 @@ class L3Answerer(GuardedAnswerer):
                 )
                 if extract
                 else abstain,
+                "rule": shop.kb_extract,
             }
             if guarded
             else None,
@@ -147,7 +148,15 @@ class L3Answerer(GuardedAnswerer):
         if not isinstance(plan, L3Plan) or plan.grounding is None:
             return []
         g = plan.grounding
-        return [GroundedGuard(question=g["question"], passages=g["passages"], abstain=g["abstain"])]
+        return [
+            GroundedGuard(
+                question=g["question"],
+                passages=g["passages"],
+                abstain=g["abstain"],
+                rule=g.get("rule", ""),
+                bare=SUMMARY_LINES,
+            )
+        ]
 
     async def stream(self, plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnEvent]:
         if plan.generation is None:

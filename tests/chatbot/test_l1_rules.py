@@ -85,3 +85,20 @@ def test_the_flow_alone_when_the_kb_has_nothing_or_an_order_is_named(kb: None) -
     assert reply.text == ask and not reply.cited()
     reply, _ = plan("has my refund for the blue lamp gone through", rt.REFUND_STATUS)
     assert reply.text == ask and not reply.cited()
+
+
+def test_a_general_question_with_no_rule_says_the_articles_dont_tell(kb: None) -> None:
+    """A question such as "can you deliver on a Sunday?" lands in the delivery flow and
+    the knowledge base has no rule for it: the reply says so (a person can tell) before
+    the flow's step, instead of only asking who the shopper is."""
+    from knowledge.answer import NO_RULE
+
+    reply, ctx = plan("can you deliver on a sunday?", rt.DELIVERY_TIME)
+    also = template_get(intent="dialogue", key="ask_identity_also", language="en")
+    assert reply.text == f"{NO_RULE['en']}\n\n{also}"
+    assert not reply.cited() and reply.generation is None
+    assert ctx.state["awaiting"] == "identity"  # the flow still takes an order if one comes
+    # A request, or a question about the shopper's own order, keeps the flow's reply.
+    ask = template_get(intent="dialogue", key="ask_identity", language="en")
+    assert plan("I want to cancel", rt.CANCEL_ORDER)[0].text == ask
+    assert plan("when will my package arrive?", rt.DELIVERY_TIME)[0].text == ask

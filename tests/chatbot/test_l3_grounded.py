@@ -383,3 +383,74 @@ async def test_backpack_and_refund_question_invents_no_order_facts(
     else:
         # What went out names the catalogue's backpacks or the (absent) refund.
         assert "backpack" in shown.lower() or "refund" in shown.lower()
+
+
+PICKUP_ARTICLE = """# Store pickup
+
+## Who can collect an order
+
+Someone else can collect your pickup order if they bring the order confirmation email and
+their own photo ID.
+
+## How long we hold your order
+
+We hold a pickup order for 7 days, then it is cancelled and refunded.
+"""
+
+
+@pytest.mark.django_db
+def test_anonymous_rule_question_gets_the_articles_own_sentences_in_the_extract(
+    seeded_shop: None, settings: Any
+) -> None:
+    """Nobody signed in, a rule question about "this" purchase: what the records show
+    (not signed in) and the article's sentences on the question, word for word, for
+    the reply the model couldn't back. An unrelated article is never quoted."""
+    from tests.kb import approved_article
+
+    approved_article(settings, title="Store pickup", text=PICKUP_ARTICLE)
+    ctx = shop_context(
+        question="I'm a guest, can my husband collect my pickup order for me?",
+        language="en",
+        customer_id="",
+        service=get_order_service(),
+    )
+    extract = ctx.extract()
+    assert extract.startswith(LABELS["en"]["anonymous"])
+    assert "Someone else can collect your pickup order" in extract
+    assert "7 days" not in extract  # the other section's sentence answers another question
+    # A question the article doesn't hold: no article sentence at all.
+    other = shop_context(
+        question="is the leather on your boots ethically sourced?",
+        language="en",
+        customer_id="",
+        service=get_order_service(),
+    )
+    assert other.kb_extract == "" and "pickup" not in other.extract().lower()
+
+
+async def test_a_reply_that_only_summarises_the_records_gets_the_articles_rule() -> None:
+    """The model only repeated "you are not signed in": the article's sentences on the
+    question follow it. A reply that says something of its own is left as it is."""
+    from chatbot.answerers.grounding import SUMMARY_LINES
+
+    anonymous = LABELS["en"]["anonymous"]
+    rule = "Someone else can collect your pickup order if they bring their own photo ID."
+    records = [anonymous, f"Store pickup: {rule}"]
+
+    async def run(text: str) -> tuple[str | None, GroundedGuard]:
+        guard = GroundedGuard(
+            question="can my husband collect my pickup order?",
+            passages=records,
+            abstain="ABSTAIN",
+            rule=rule,
+            bare=SUMMARY_LINES,
+        )
+        guard.feed(text, {})
+        shown = await guard.drain()
+        tail = await guard.finish(shown)
+        return (None if tail is None else shown + tail), guard
+
+    shown, guard = await run(anonymous)
+    assert shown == f"{anonymous} {rule}" and guard.verdict.meta["rule_added"]
+    shown, guard = await run(f"{anonymous} {rule}")
+    assert shown == f"{anonymous} {rule}" and "rule_added" not in guard.verdict.meta
