@@ -305,18 +305,20 @@ def kb_passages(*, question: str, language: str) -> tuple[list[Any], dict[str, A
 
 
 def kb_extract(question: str, passages: list[Any]) -> str:
-    """The best relevant passage's sentences on the question (``passage_extract``),
-    when that passage holds what the question asks about (L2's coverage check);
-    "" otherwise, so an unrelated article is never quoted as the answer."""
-    from knowledge.answer import passage_material
+    """The sentences on the question (``passage_extract``) of the relevant passage that
+    holds most of its words (``coverage_first``), when it holds what the question asks
+    about (L2's coverage check); "" otherwise, so an unrelated article is never quoted
+    as the answer."""
+    from knowledge.answer import coverage_first, passage_material
     from knowledge.entail import question_coverage
     from knowledge.grounding import passage_extract
 
-    if not passages or not question_coverage(question, [passage_material(passages[0])]).answers:
+    if not passages:
         return ""
-    return passage_extract(
-        question, [passages[0].text], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS
-    )
+    best = coverage_first(question, passages)[0]
+    if not question_coverage(question, [passage_material(best)]).answers:
+        return ""
+    return passage_extract(question, [best.text], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS)
 
 
 def _fits(line: str, used: int, budget: int) -> bool:

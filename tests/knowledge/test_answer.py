@@ -158,3 +158,33 @@ def test_extract_picks_the_sentences_that_answer_in_their_order() -> None:
     )
     zh = passage_extract("礼品卡会过期吗", ["礼品卡永不过期。门店营业到晚上九点。"], max_chars=100)
     assert zh == "礼品卡永不过期。"
+
+
+def test_the_passage_holding_the_questions_words_goes_first() -> None:
+    """Ranked second, the section that names the sneakers still comes first for "what
+    are the sneakers made of?"; among passages that hold as much, rank order stays."""
+    from knowledge.answer import coverage_first
+    from knowledge.retrieval import Passage
+
+    def passage(chunk_id: int, heading: str, text: str) -> Passage:
+        return Passage(
+            chunk_id=chunk_id,
+            document_id=1,
+            title="Care",
+            anchor=str(chunk_id),
+            heading=heading,
+            text=text,
+            language="en",
+            score=1.0 / chunk_id,
+            similarity=0.5,
+            coverage=0.5,
+            bm25=None,
+            relevant=True,
+        )
+
+    boots = passage(1, "What are the boots made of?", "The boots are made of leather.")
+    sneakers = passage(2, "What are the shoes made of?", "The sneakers are made of canvas.")
+    shirts = passage(3, "What are the shirts made of?", "The shirts are made of cotton.")
+    order = coverage_first("what are the sneakers made of", [boots, sneakers, shirts])
+    assert order == [sneakers, boots, shirts]
+    assert coverage_first("what is it made of", [boots, sneakers]) == [boots, sneakers]
