@@ -188,3 +188,40 @@ def test_the_passage_holding_the_questions_words_goes_first() -> None:
     order = coverage_first("what are the sneakers made of", [boots, sneakers, shirts])
     assert order == [sneakers, boots, shirts]
     assert coverage_first("what is it made of", [boots, sneakers]) == [boots, sneakers]
+
+
+def test_an_articles_intro_does_not_beat_the_section_that_states_the_rule() -> None:
+    """Both hold "cancel" and "order" with their headings (every heading path repeats
+    the article's title); only the section's own sentence states the rule."""
+    from knowledge.answer import coverage_first
+    from knowledge.retrieval import Passage
+
+    def passage(chunk_id: int, heading: str, text: str) -> Passage:
+        return Passage(
+            chunk_id=chunk_id,
+            document_id=1,
+            title="Cancelling or changing an order",
+            anchor=str(chunk_id),
+            heading=heading,
+            text=text,
+            language="en",
+            score=1.0 / chunk_id,
+            similarity=0.5,
+            coverage=0.5,
+            bm25=None,
+            relevant=True,
+        )
+
+    # The lead: its heading is the article's title.
+    intro = passage(1, "Cancelling or changing an order", "What you can change about an order.")
+    rule = passage(
+        2,
+        "Cancelling or changing an order > Cancelling an order",
+        "You can cancel an order only while it is pending.",
+    )
+    assert coverage_first("I want to cancel an order", [intro, rule]) == [rule, intro]
+    # Even when the lead's own words hold the question's, the section goes first.
+    assert coverage_first("what can I change about an order", [intro, rule]) == [rule, intro]
+    # Among sections, rank order stays when their own words hold as much.
+    other = passage(3, "Cancelling or changing an order > Refunds", "An order is refunded.")
+    assert coverage_first("order", [other, rule]) == [other, rule]
