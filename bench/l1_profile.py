@@ -231,6 +231,18 @@ def summary(rows: list[dict[str, Any]], skip: int) -> dict[str, float]:
     return out
 
 
+def figures_flat(result: dict[str, Any]) -> dict[str, float]:
+    """The p50s as one flat object (bench/results convention): ``l1_<stage>_p50_ms``,
+    ``l2_<stage>_p50_ms``, the L1 overhead over bare and the load average."""
+    out: dict[str, float] = {}
+    for tier, stages in (("l1", result["p50_ms"]), ("l2", result.get("L2", {}))):
+        for key, value in stages.items():
+            name = key.removesuffix("_ms").removesuffix("_p50")
+            out[f"{tier}_turns" if key == "turns" else f"{tier}_{name}_p50_ms"] = value
+    out["load1"] = round(float(result["load1"]), 2)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
     parser.add_argument("--conversations", type=int, default=3)
@@ -295,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if l2_rows:
         result["L2"] = summary(l2_rows, 0)
+    result["figures"] = figures_flat(result)
     for row in rows:
         print(json.dumps(row, ensure_ascii=False))
     print(json.dumps({k: v for k, v in result.items() if k != "rows"}, indent=1))
