@@ -69,7 +69,11 @@ def model_name() -> str:
 
 
 def dimension() -> int:
-    return int(get_model().get_sentence_embedding_dimension())
+    model = get_model()
+    # get_sentence_embedding_dimension is deprecated (a FutureWarning) in
+    # sentence-transformers 6; older versions have only that name.
+    getter = getattr(model, "get_embedding_dimension", None)
+    return int(getter() if getter is not None else model.get_sentence_embedding_dimension())
 
 
 def embed_texts(texts: list[str], *, batch_size: int = 32) -> np.ndarray:

@@ -35,6 +35,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion
 
 from inference.versioned import BuildPending, VersionedCache
+from routing.encoder import adapter_apply, adapter_fit
 from routing.models import ClassifierModel, Utterance
 from routing.text import text_normalise
 from routing.types import OUT_OF_SCOPE
@@ -136,6 +137,10 @@ class TrainedClassifier:
     tfidf_bias: np.ndarray | None = None
     tfidf_temperature: float = 1.0
     embed_below: float | None = None
+    # The embedding adapter (routing.encoder, TIERDESK_ROUTER_FINETUNE): the message's
+    # embedding is adapted by it before the weights and the nearest example see it
+    # (the example vectors are stored adapted). None: the shipped embedding as it is.
+    adapter: np.ndarray | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -154,6 +159,7 @@ class TrainedClassifier:
         state.setdefault("tfidf_bias", None)
         state.setdefault("tfidf_temperature", 1.0)
         state.setdefault("embed_below", None)
+        state.setdefault("adapter", None)
         self.__dict__.update(state)
 
     @cached_property
@@ -176,6 +182,7 @@ class TrainedClassifier:
         if self.embedding_dim and not tfidf_only:
             if embedding is None:
                 raise ValueError("this classifier needs the message's sentence embedding")
+            embedding = adapter_apply(self.adapter, embedding)
             scores += (_EMBEDDING_WEIGHT * embedding) @ weights[-self.embedding_dim :]
         return scores + tfidf_dot(self._lookup, text, weights)
 
@@ -230,7 +237,8 @@ class TrainedClassifier:
         ):
             return top_probability
         a, b, c = self.oos_weights
-        vector, examples = embedding.astype(np.float32), self._examples32
+        vector = adapter_apply(self.adapter, embedding.astype(np.float32))
+        examples = self._examples32
         # In blocks of 1,024: OpenBLAS spreads one large matrix-vector product over its
         # threads, which on the busy 2-core machine took ~7 ms for BANKING77's 7,246
         # examples instead of ~0.2 ms.
@@ -286,13 +294,21 @@ def classifier_samples() -> list[tuple[str, str]]:
 
 
 def classifier_samples_hash(
-    samples: Sequence[tuple[str, str]], *, embeddings: bool | None = None
+    samples: Sequence[tuple[str, str]],
+    *,
+    embeddings: bool | None = None,
+    finetune: bool | None = None,
 ) -> str:
     """The stored model's key: the examples, and whether it uses sentence embeddings
-    (switching TIERDESK_ROUTER_EMBEDDINGS must not load the other kind)."""
+    and the embedding adapter (switching TIERDESK_ROUTER_EMBEDDINGS or _FINETUNE must
+    not load the other kind)."""
     if embeddings is None:
         embeddings = bool(settings.TIERDESK_ROUTER_EMBEDDINGS)
+    if finetune is None:
+        finetune = bool(settings.TIERDESK_ROUTER_FINETUNE)
     digest = hashlib.sha256(b"embeddings\x1e" if embeddings else b"")
+    if embeddings and finetune:
+        digest.update(b"adapter\x1e")
     for text, intent in samples:
         digest.update(f"{intent}\x1f{text}\x1e".encode())
     return digest.hexdigest()
@@ -692,6 +708,7 @@ def classifier_train(
     progress: Callable[[str, float], None] | None = None,
     embeddings: bool | None = None,
     calibrate: bool = True,
+    finetune: bool | None = None,
 ) -> TrainedClassifier:
     """Train on ``samples`` (text, intent), by default every enabled intent's utterances.
 
@@ -699,6 +716,11 @@ def classifier_train(
     beside the TF-IDF features. ``calibrate``: first train on 80% of each intent's
     examples to fit the temperature and measure the out-of-scope trade-off on the
     rest and on generic off-topic text, then train on everything.
+    ``finetune`` (default: TIERDESK_ROUTER_FINETUNE; only with embeddings): the
+    embeddings are adapted to these examples first (routing.encoder): by an adapter
+    trained on the calibration fold's training part for the calibration (its held-out
+    examples and left-out intents must stay unseen, as a shopper's message is), and by
+    one trained on every example for the model.
     ``progress(stage, share)`` is told how far training got (the admin shows it).
     Raises ValueError when fewer than two intents have examples: there is nothing
     to decide between.
@@ -712,6 +734,9 @@ def classifier_train(
         samples = classifier_samples()
     if embeddings is None:
         embeddings = bool(settings.TIERDESK_ROUTER_EMBEDDINGS)
+    if finetune is None:
+        finetune = bool(settings.TIERDESK_ROUTER_FINETUNE)
+    finetune = finetune and embeddings
     intents = sorted({intent for _, intent in samples})
     if len(intents) < 2:
         raise ValueError("the classifier needs example utterances for at least two intents")
@@ -720,10 +745,11 @@ def classifier_train(
     index = {name: i for i, name in enumerate(intents)}
     y = np.array([index[intent] for _, intent in samples])
     off_topic = off_topic_texts() if calibrate else []
-    vectors = off_vectors = None
+    vectors = off_vectors = shipped = None
     if embeddings:
         vectors = examples_embed(texts + off_topic, report, (0.0, 0.5))
         vectors, off_vectors = vectors[: len(texts)], vectors[len(texts) :]
+        shipped = vectors
 
     temperature, calibration = 1.0, None
     oos_weights: tuple[float, float, float] | None = None
@@ -732,6 +758,12 @@ def classifier_train(
     keep = [index[OUT_OF_SCOPE]] if OUT_OF_SCOPE in index else []
     train_part, held_part, unseen_part = _calibration_split(y, keep=keep)
     seen = np.unique(y[train_part])
+    if finetune and calibrate and vectors is not None and off_vectors is not None:
+        # The calibration fold's adapter, trained on its training part only.
+        report("adapting the embeddings to the calibration fold", 0.5)
+        fold_adapter = adapter_fit(vectors[train_part], y[train_part])
+        vectors = adapter_apply(fold_adapter, vectors)
+        off_vectors = adapter_apply(fold_adapter, off_vectors)
     if calibrate and len(held_part) and len(seen) >= 2:
         report(
             f"calibrating on {len(held_part)} held-out examples and "
@@ -877,6 +909,11 @@ def classifier_train(
             "curve": curve,
         }
 
+    adapter = None
+    if finetune and shipped is not None:
+        report("adapting the embeddings to every example", 0.65)
+        adapter = adapter_fit(shipped, y)
+    vectors = adapter_apply(adapter, shipped) if shipped is not None else None
     report(f"fitting {len(intents)} intents on {len(samples)} examples", 0.7)
     vectorizer, model, tfidf = _fit(texts, y, vectors)
     weights, bias = _weights_of(model)
@@ -893,7 +930,7 @@ def classifier_train(
         sample_count=len(samples),
         train_seconds=time.perf_counter() - started,
         trained_at=timezone.now(),
-        data_hash=classifier_samples_hash(samples, embeddings=embeddings),
+        data_hash=classifier_samples_hash(samples, embeddings=embeddings, finetune=finetune),
         embedding_dim=0 if vectors is None else int(vectors.shape[1]),
         temperature=temperature,
         calibration=calibration,
@@ -905,6 +942,7 @@ def classifier_train(
         tfidf_bias=tfidf_bias,
         tfidf_temperature=tfidf_temperature,
         embed_below=embed_below,
+        adapter=adapter,
     )
 
 

@@ -179,6 +179,8 @@ def product_run(
             "import_utterances_added": plan.totals["utterances_added"],
             "retrain": trained,
             "embeddings": bool(classifier.embedding_dim),
+            # The embedding adapter (routing.encoder), trained on these examples.
+            "adapter": classifier.adapter is not None,
             "temperature": classifier.temperature,
             "calibration": calibration,
             "decision_ms_p50": round(float(np.percentile(latencies, 50)), 3),

@@ -44,6 +44,7 @@ class Command(BaseCommand):
         )
         report["timestamp"] = datetime.now(UTC).isoformat(timespec="seconds")
         report["embeddings_setting"] = settings.TIERDESK_ROUTER_EMBEDDINGS
+        report["finetune_setting"] = settings.TIERDESK_ROUTER_FINETUNE
         self.stdout.write("figures: " + json.dumps(report["figures"], indent=1))
         self.stdout.write("verdicts: " + json.dumps(report["verdicts"]))
         out: Path | None = options["out"]
