@@ -52,7 +52,6 @@ def main(argv: list[str] | None = None) -> int:
     load_start = os.getloadavg()
 
     os.environ.setdefault("TIERDESK_ROUTER_EMBEDDINGS", "true")
-    os.environ.setdefault("TIERDESK_ROUTER_FINETUNE", "true")
     with django_on_temp_sqlite(shop=False):
         from routing.classifier import (
             classifier_deserialize,

@@ -7,8 +7,8 @@
 # 2. the development benchmark BANKING77 (third_party/banking77) through the product's
 #    import and retrain path, beside three baselines, merged into
 #    bench/results/router.json ("banking77" and the flat "figures").
-# Both with the product's default classifier (sentence embeddings on, adapted to the
-# shop's examples: TIERDESK_ROUTER_FINETUNE). To evaluate a
+# Both with the product's default classifier (sentence embeddings on); BANKING77 also
+# with the embedding adapter switched the other way (TIERDESK_ROUTER_FINETUNE). To evaluate a
 # live database's (admin-edited) router instead: .venv/bin/python manage.py router_eval
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,6 @@ trap 'rm -rf "$tmp"' EXIT
 export TIERDESK_VAR_DIR="$tmp" DATABASE_URL= REDIS_URL= CELERY_BROKER_URL=memory://
 export TIERDESK_ENV=test TIERDESK_WARMUP_ON_START=false
 export TIERDESK_ROUTER_EMBEDDINGS="${TIERDESK_ROUTER_EMBEDDINGS:-true}"
-export TIERDESK_ROUTER_FINETUNE="${TIERDESK_ROUTER_FINETUNE:-true}"
 .venv/bin/python manage.py migrate --noinput -v 0
 .venv/bin/python manage.py router_eval --seed --figures bench/results/router.json "$@"
 exec .venv/bin/python manage.py router_banking77 --out bench/results/router.json

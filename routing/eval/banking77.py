@@ -343,6 +343,8 @@ def banking77_evaluate(
 ) -> dict[str, Any]:
     """Every variant through the product's path and the baselines. Needs a database
     (a throw-away one: the router's intents are replaced)."""
+    from django.conf import settings
+
     from routing.classifier import examples_embed, off_topic_texts
 
     train, test = rows_load("train"), rows_load("test")
@@ -367,6 +369,17 @@ def banking77_evaluate(
         log(f"banking77 {name}: {len(rows)} training examples, {len(held)} intents held out")
         product = product_run(name=name, rows=rows, test=test, held=held, test_vectors=test_vectors)
         log(f"  product: {_brief(product)}")
+        # The same path with the embedding adapter (routing/encoder.py) switched the
+        # other way than the setting, so both are in the same run.
+        from django.test import override_settings
+
+        other = not settings.TIERDESK_ROUTER_FINETUNE
+        with override_settings(TIERDESK_ROUTER_FINETUNE=other):
+            flipped = product_run(
+                name=name, rows=rows, test=test, held=held, test_vectors=test_vectors
+            )
+        flipped_name = "product_adapter" if other else "product_no_adapter"
+        log(f"  {flipped_name}: {_brief(flipped)}")
         baselines = baselines_run(
             rows=rows, test=test, held=held, off_topic=off_topic, vectors=vectors
         )
@@ -375,6 +388,7 @@ def banking77_evaluate(
         report["variants"][name] = {
             "held_out_intents": sorted(held),
             "product": product,
+            flipped_name: flipped,
             "baselines": baselines,
         }
     report["figures"] = figures_flat(report)
@@ -423,14 +437,16 @@ FLAT_KEYS = ("accuracy", "top1_accuracy", "answered_accuracy", "oos_recall", "cl
 def figures_flat(report: dict[str, Any]) -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for name, variant in report["variants"].items():
-        for who, figures in [("product", variant["product"]), *variant["baselines"].items()]:
+        products = [(k, v) for k, v in variant.items() if k.startswith("product")]
+        for who, figures in [*products, *variant["baselines"].items()]:
             for key in FLAT_KEYS:
                 if key in figures:
                     flat[f"banking77_{name}_{who}_{key}"] = figures[key]
-        flat[f"banking77_{name}_product_decision_ms_p95"] = variant["product"]["decision_ms_p95"]
-        retrain = variant["product"]["retrain"]
-        if "train_seconds" in retrain:
-            flat[f"banking77_{name}_product_train_seconds"] = retrain["train_seconds"]
+        for who, figures in products:
+            flat[f"banking77_{name}_{who}_decision_ms_p95"] = figures["decision_ms_p95"]
+            retrain = figures["retrain"]
+            if "train_seconds" in retrain:
+                flat[f"banking77_{name}_{who}_train_seconds"] = retrain["train_seconds"]
     return flat
 
 
