@@ -195,7 +195,7 @@ def test_the_grader_counts_only_a_real_abstention() -> None:
     know or offers a person, in both languages; the clarify menu asks again and is no
     abstention (it used to count in English through "not sure", not in Chinese)."""
     from bench.answers import grade
-    from knowledge.answer import DONT_KNOW
+    from knowledge.answer import DONT_KNOW, NO_RULE
 
     seed = json.loads(
         (
@@ -210,3 +210,6 @@ def test_the_grader_counts_only_a_real_abstention() -> None:
         assert grade(question, dont_know) == "abstained", lang
         offer = {"text": seed["dialogue"]["l3_abstain"][lang], "done": {"actions": []}}
         assert grade(question, offer) == "abstained", lang
+        # An order flow's reply to a general question it has no rule for.
+        no_rule = f"{NO_RULE[lang]}\n\n{seed['dialogue']['ask_identity_also'][lang]}"
+        assert grade(question, {"text": no_rule, "done": {"actions": []}}) == "abstained", lang
