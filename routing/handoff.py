@@ -82,6 +82,12 @@ _PERSON = (
     r"connect\w*|send me|pass me|hand me over)"
 )
 _BOT = r"(?:bots?|robots?|machines?|ai|automated|automatic)"
+# The people who work at the shop, named as a group (questions about them).
+_STAFF = (
+    r"(?:humans?|people|persons?|staff(?: members?)?|agents?|reps?|representatives?|"
+    r"employees?|operators?|workers?|anyone|someone|somebody|team(?: members?)?|"
+    r"(?:customer )?(?:service|support|care|help ?desk)(?: team| staff| agents?| reps?)?)"
+)
 # Declining a person: the negation, then within the same clause a person (or a
 # transfer) and no bot before it ("I don't want a robot I want a human" asks).
 _NEGATION_RE = re.compile(
@@ -109,7 +115,26 @@ _IDENTITY_RE = re.compile(
     rf"\b(?:written|typed|answered|sent) by (?:an? )?(?:humans?|person|people|{_BOT})\b|"
     r"\b(?:sound|seem|talk) like an? (?:real )?(?:person|human)\b|"
     r"(?:你|您)(?:们)?是(?:不是)?(?:真人|人工|机器人|人还是|ai|人类)|是(?:真人|人工|人)还是机器|"
-    r"(?:回复|回答)(?:我)?的是(?:人|真人|机器)|是(?:人工|真人)在(?:回复|回答)"
+    r"(?:回复|回答)(?:我)?的是(?:人|真人|机器)|是(?:人工|真人)在(?:回复|回答)|"
+    # Who runs or reads the chat ("is this chat run by humans", "do humans read these
+    # messages", "who answers these chats"), whether the replies are automatic, and
+    # whether the staff are people ("are your support agents real people").
+    r"\b(?:is|are) (?:this|these|the|it|you|that)\b[^,.;!?]{0,25}?\b(?:run|staffed|operated|"
+    r"monitored|manned|read|answered|handled|powered|written|typed|checked|controlled) by\b|"
+    rf"\b(?:run|staffed|operated|manned|powered) by (?:an? )?(?:real )?(?:humans?|people|"
+    rf"persons?|staff|agents?|{_BOT})\b|"
+    rf"\b(?:do|does|will|would) (?:a |any |real |actual )?{_STAFF}(?: from [\w' ]{{1,20}}?)? "
+    r"(?:ever |actually |really |also )?(?:read|see|check|monitor|review|look at|answer) "
+    r"(?:these|this|the|those|our) (?:chats?|messages?|conversations?|replies|logs?|"
+    r"transcripts?)\b|"
+    r"\bwho (?:answers|reads|writes|runs|monitors|is behind|replies to|types|handles) (?:these|"
+    r"this|the|my) (?:chats?|messages?|replies|answers|conversations?)\b|"
+    r"\b(?:is|are) (?:this|these|it|that|you|the (?:replies|answers|messages))(?: an?)? (?:all )?"
+    r"(?:automated|automatic|auto-?generated|canned|scripted|generated)\b|"
+    rf"\b(?:are|is) (?:all )?(?:of )?(?:your|the|these|those) (?:\w+ ){{0,2}}?{_STAFF} (?:all |"
+    rf"really |actually )?(?:an? )?(?:real |actual )?(?:people|humans?|persons?|{_BOT})\b|"
+    r"(?:客服|回复|回答|聊天|对话|这个?)(?:都|也)?(?:是|是不是)(?:不是)?(?:真人|人工|机器人?|ai|"
+    r"自动|程序|人还是)|(?:是|是不是)自动(?:回复|回答)|自动(?:回复|回答)(?:吗|嘛|么|的吗)"
 )
 # Opening hours and contact details: information, not a request to be put through.
 _INFO_RE = re.compile(
@@ -117,7 +142,72 @@ _INFO_RE = re.compile(
     r"which hours|opening hours|business hours|working hours|what time|hours\?)|"
     r"\bwhen (?:do|does|is|are)\b[^,.;!?]{0,40}\b(?:open|close|closed|online|available|"
     r"start|work)\b|"
-    r"几点|时间|上班|下班|电话(?:号码|是多少|多少)|邮箱|热线|营业"
+    r"几点|时间|上班|下班|电话(?:号码|是多少|多少)|邮箱|热线|营业|联系方式|微信|"
+    # Phone numbers, email addresses and other channels, asked for rather than a person
+    # put through here ("customer service number please", "support email?"); a person
+    # asked to call back ("can an agent phone me") is a request and names none of these.
+    r"\b(?:phone|telephone|mobile|landline|contact|whatsapp|wechat|fax|helpline|hotline)"
+    r"(?: number| no\b| line| details| info\w*| email)|(?<!me )\b(?:by|via) (?:phone|telephone|"
+    r"e-?mail|whatsapp|wechat|text)\b|\bwhatsapp\b|\bwechat\b|"
+    r"\b(?:team|staff|agents?|shop|store|company)(?:'s|s') (?:e-?mail|number|phone|address)\b|"
+    r"\b(?:your|support|service|care|helpline|hotline) (?:e-?mail|phone number|number|"
+    r"whatsapp|wechat)\b|\bnumber (?:i|we) (?:can|could) (?:call|ring|phone|text|reach)\b"
+)
+# Questions about the staff rather than asking for one of them: jobs, training,
+# pay and perks, how many there are, where they are based, which languages they
+# speak ("how do you train your support staff", "are you hiring agents", "你们招客服吗").
+_ABOUT_STAFF_RE = re.compile(
+    r"\b(?:hiring|hire|recruit\w*|jobs?|careers?|vacanc(?:y|ies)|openings|job opening|"
+    r"internships?|salar(?:y|ies)|wages?|trainees?|onboard\w*|qualifications?|outsourc\w*|"
+    r"offshore|in-house|(?:employee|staff) (?:discounts?|perks|benefits|pricing)|"
+    r"apply (?:for (?:a |the )?(?:job|position|role)|to (?:work|join|be))|"
+    r"join (?:your|the) (?:team|staff))\b|"
+    # Words with other senses (training shoes, "doesn't work for me") only with the staff.
+    rf"\btrain(?:s|ed|ing)? (?:your |the |new |their |an? )?(?:new )?(?:\w+ )?{_STAFF}|"
+    rf"\btraining (?:do|does|for) (?:your |the )?(?:\w+ )?{_STAFF}|"
+    rf"\b{_STAFF} (?:get |are |is )?(?:trained|training)\b|"
+    rf"\b(?:work (?:as|for|at)|become) (?:an? |your |the )?(?:\w+ )?(?:{_STAFF}|shop|store|"
+    r"company|you)\b|"
+    rf"\bhow many (?:\w+ )?{_STAFF}|\b{_STAFF} get (?:a |an |any )?(?:discounts?|perks|benefits|"
+    r"commission|paid)\b|"
+    rf"\bwhere (?:is|are) (?:your|the) (?:\w+ )?{_STAFF} (?:based|located|from)\b|"
+    rf"\b(?:are|is) (?:your|the) (?:\w+ )?{_STAFF} (?:based |located )?(?:(?:in|from) (?!(?:now|"
+    r"right now|today|here|the (?:chat|queue|office))\b)\w|overseas\b|abroad\b|local\b)|"
+    rf"\b(?:do|does|can|will) (?:any of )?(?:your |the |these )?(?:\w+ )?{_STAFF} (?:also )?"
+    r"(?:speak|understand) (?:\w+ )?(?:english|chinese|mandarin|cantonese|spanish|french|german|"
+    r"japanese|korean|italian|portuguese|russian|arabic|hindi|other languages|languages?)\b|"
+    r"招聘|招人|招客服|应聘|培训|工资|薪资|薪水|待遇|福利|兼职|上岗|入职|外包|多少个?(?:客服|员工|人工|工作人员)|"
+    r"(?:客服|员工|工作人员)(?:是)?在(?:国内|国外|海外)|(?:会|能)(?:说|讲)(?:英语|英文|中文|粤语|普通话|"
+    r"日语|韩语)(?:吗|么|嘛)"
+)
+# A person who signs for, receives or collects a parcel, or must be at home for it
+# ("do i need a person to sign for it", "can someone else collect my order"), and the
+# courier's people: a question about the delivery, not a request for the shop's staff.
+_DELIVERY_RE = re.compile(
+    r"\b(?:someone|somebody|anyone|anybody|person|people|adult|human|i|me)(?: else)?"
+    r"(?: \w+){0,4}? (?:to )?(?:sign(?:s|ed)? (?:for|it\b|when|on (?:delivery|arrival|my behalf))|"
+    r"(?:collect|receive)s? (?:it|them|(?:the|my|a|an) (?:parcel|package|order|delivery|goods|"
+    r"item|return)s?)\b|pick(?:s)? (?:it |them |(?:the|my|an?) \w+ )?up(?! (?:my |the |a )?"
+    r"(?:call|phone))|be (?:at )?home|be there|be present)|"
+    r"\b(?:sign(?:s|ed|ing)? for (?:it|them|the|my|a)|in person|"
+    r"pick-?up point)\b|"
+    r"\b(?:delivery|courier|postal|post office|mail|parcel) (?:person|people|agent|guy|man|"
+    r"woman|driver|staff|team)\b|"
+    r"本人|代收|代签|代取|签收|签字|取件|自提|收件人|在家|家里没人"
+)
+# An explicit request to be put through keeps a clause from the two vetoes above
+# ("who can i talk to about a job application", "签收的问题我想找人工").
+_PUT_THROUGH_RE = re.compile(
+    r"\b(?:talk|speak|chat)(?:ing)? (?:to|with)\b(?! (?:you|this bot|the bot)\b)|"
+    r"\b(?:connect|transfer|put|pass|hand)(?:ed)? me\b|\bescalat\w*|"
+    r"(?:转|找|要|接|联系)(?:一下)?(?:人工|客服|真人)"
+)
+# A bare person or bot asked as a question right after a vetoed clause continues that
+# question ("who answers these chats, a person?", "你是机器人吗，还是真人？"), where
+# alone "a person?" would ask for one.
+_ELLIPSIS_RE = re.compile(
+    rf"^(?:or |还是)?(?:an? |the )?(?:real |actual )?(?:{_STAFF}|{_BOT}|真人|人工|机器人?|人)"
+    rf"(?: or (?:an? )?(?:real )?(?:{_STAFF}|{_BOT}))?(?:还是(?:真人|人工|机器人?|人))?[?？]+$"
 )
 _CLAUSE_RE = re.compile(r"[^,.;!?，。；！？、]+[,.;!?，。；！？、]*")
 
@@ -153,14 +243,23 @@ def handoff_veto(clause: str) -> str | None:
         return "asks_what_the_bot_is"
     if _INFO_RE.search(clause):
         return "asks_for_hours_or_contact"
+    if not _PUT_THROUGH_RE.search(clause):
+        if _ABOUT_STAFF_RE.search(clause):
+            return "asks_about_staff"
+        if _DELIVERY_RE.search(clause):
+            return "delivery_or_pickup"
     return None
 
 
 def handoff_remainder(normalised: str) -> tuple[str, list[str]]:
     """The message without its vetoed clauses, and the vetoes' reasons."""
     kept, reasons = [], []
+    previous: str | None = None
     for clause in _CLAUSE_RE.findall(normalised) or [normalised]:
         reason = handoff_veto(clause)
+        if reason is None and previous is not None and _ELLIPSIS_RE.match(clause.strip()):
+            reason = previous
+        previous = reason
         if reason is None:
             kept.append(clause.strip())
         else:
