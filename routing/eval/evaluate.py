@@ -21,6 +21,7 @@ from routing.eval.data import (  # noqa: F401  (re-exported: callers import them
     HANDOFF,
     HANDOFF_DEV_FILE,
     HANDOFF_FILE,
+    HANDOFF_V2_FILE,
     HELDOUT_FILE,
     TRAIN_FILE,
     Labelled,
@@ -28,8 +29,8 @@ from routing.eval.data import (  # noqa: F401  (re-exported: callers import them
     labelled_load,
 )
 from routing.handoff import HandoffScorer, handoff_by_scorer
-from routing.router import RouterSnapshot, route_decide
-from routing.text import text_normalise
+from routing.router import CompiledRule, RouterSnapshot, route_decide
+from routing.text import text_normalise, text_tokens
 from routing.types import CLARIFY, COMPLEX_QUESTION, L1, L2, L3, OUT_OF_SCOPE
 
 # The issue's targets on the held-out part.
@@ -51,17 +52,23 @@ def handoff_evaluate(*, items: list[Labelled], snapshot: RouterSnapshot) -> dict
     errors = []
     timings: list[float] = []
     step_timings: list[float] = []
+    rules = [rule for rule in snapshot.rules if rule.intent == HANDOFF]
     for item in items:
         started = time.perf_counter()
         decision = route_decide(text=item.text, language=item.language, snapshot=snapshot)
         timings.append((time.perf_counter() - started) * 1000)
         if snapshot.handoff is not None:
             step_timings.append(_handoff_step_ms(item.text, snapshot.handoff))
+        # Each part on its own, on the whole message (no vetoes): what the scorer
+        # (the model) and the rule do themselves, beside what the recogniser delivers.
+        alone = _parts_alone(item, rules=rules, scorer=snapshot.handoff)
         got = decision.intent == HANDOFF and decision.tier != CLARIFY
         want = item.intent == HANDOFF
         key = f"{item.language}_{'requests' if want else 'near_misses'}"
         stats[key] += 1
         stats[f"{key}_handoff"] += got
+        for part, says in alone.items():
+            stats[f"{part}_{'requests' if want else 'near_misses'}_handoff"] += says
         stats["correct"] += got == want
         stats["total"] += 1
         if got != want:
@@ -87,6 +94,14 @@ def handoff_evaluate(*, items: list[Labelled], snapshot: RouterSnapshot) -> dict
         "false_handoff_rate": _ratio(
             stats["en_near_misses_handoff"] + stats["zh_near_misses_handoff"], misses
         ),
+        **{
+            f"{part}_{name}": _ratio(stats[f"{part}_{kind}_handoff"], total)
+            for part in ("scorer_alone", "rule_alone")
+            for name, kind, total in (
+                ("recall", "requests", requests),
+                ("false_handoff_rate", "near_misses", misses),
+            )
+        },
         # Every message here names a person, so each one runs the handoff scorer (and,
         # in English, the sentence embedding the classifier would need anyway).
         "decision_ms_p50": _percentile(timings, 50),
@@ -110,6 +125,26 @@ def leaks(*, heldout: list[Labelled], training_texts: list[str]) -> list[str]:
     """Held-out texts that are also training texts (after normalisation)."""
     seen = {text_normalise(t) for t in training_texts}
     return [item.text for item in heldout if text_normalise(item.text) in seen]
+
+
+def _parts_alone(
+    item: Labelled, *, rules: list[CompiledRule], scorer: HandoffScorer | None
+) -> dict[str, bool]:
+    """Whether the handoff rules alone, and the scorer alone (at its threshold), call the
+    whole message a request, without the vetoes or the cue."""
+    normalised = text_normalise(item.text)
+    tokens = len(text_tokens(normalised))
+    said = {
+        "rule_alone": any(
+            rule.evaluate(text=normalised, tokens=tokens, language=item.language) is not None
+            for rule in rules
+        )
+    }
+    if scorer is not None:
+        embedding = message_embedding(item.text) if scorer.embedding_dim else None
+        score = scorer.score(normalised=normalised, embedding=embedding)
+        said["scorer_alone"] = score >= scorer.threshold
+    return said
 
 
 def _handoff_step_ms(text: str, scorer: HandoffScorer) -> float:

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from routing.classifier import classifier_samples, classifier_train
 from routing.eval.evaluate import (
     HANDOFF_DEV_FILE,
+    HANDOFF_V2_FILE,
     HELDOUT_FILE,
     TRAIN_FILE,
     evaluate,
@@ -51,13 +52,14 @@ class Command(BaseCommand):
         samples = classifier_samples()
         if options["split"] == "heldout":
             handoff_items = handoff_load()
+            handoff_v2 = handoff_load(HANDOFF_V2_FILE)
             handoff_dev = handoff_load(HANDOFF_DEV_FILE)
             leaked = leaks(
-                heldout=[*items, *handoff_items, *handoff_dev],
+                heldout=[*items, *handoff_items, *handoff_v2, *handoff_dev],
                 training_texts=[text for text, _ in samples],
             ) + leaks(
                 # The handoff scorer's own training examples (routing/handoff.py).
-                heldout=[*handoff_items, *handoff_dev],
+                heldout=[*handoff_items, *handoff_v2, *handoff_dev],
                 training_texts=[text for text, _ in handoff_examples_load()],
             )
             if leaked:
@@ -90,7 +92,12 @@ class Command(BaseCommand):
             )
         if options["split"] == "heldout":
             for key, name, handoff_set in (
-                ("handoff", "handoff.tsv, held out", handoff_items),
+                (
+                    "handoff",
+                    "handoff.tsv, held out (its errors were read in session 7)",
+                    handoff_items,
+                ),
+                ("handoff_v2", "handoff_v2.tsv, held out, first read in session 8", handoff_v2),
                 (
                     "handoff_dev",
                     "handoff_dev.tsv, the rule was revised and the scorer tuned on it",
@@ -121,6 +128,10 @@ def _handoff_line(name: str, handoff: dict[str, Any]) -> str:
         f"false_handoffs={handoff['false_handoff_rate']} decision ms "
         f"p50={handoff['decision_ms_p50']} p95={handoff['decision_ms_p95']}, of which the "
         f"handoff scorer step p95={handoff['handoff_step_ms_p95']}\n"
+        f"  each part alone on the whole message, no vetoes: scorer recall="
+        f"{handoff['scorer_alone_recall']} false={handoff['scorer_alone_false_handoff_rate']}; "
+        f"rule recall={handoff['rule_alone_recall']} "
+        f"false={handoff['rule_alone_false_handoff_rate']}\n"
         f"targets: {verdicts}\n"
     )
 
@@ -144,13 +155,17 @@ def _figures_merge(path: Path, result: dict[str, Any]) -> None:
             "heldout_complex_sent_to_l1": result["overall"]["complex_sent_to_l1"],
         }
     )
-    for key in ("handoff", "handoff_dev"):
+    for key in ("handoff", "handoff_v2", "handoff_dev"):
         handoff = result[key]
         for name in (
             "accuracy",
             "recall_en",
             "recall_zh",
             "false_handoff_rate",
+            "scorer_alone_recall",
+            "scorer_alone_false_handoff_rate",
+            "rule_alone_recall",
+            "rule_alone_false_handoff_rate",
             "decision_ms_p50",
             "decision_ms_p95",
             "handoff_step_ms_p95",
@@ -166,6 +181,7 @@ def _figures_merge(path: Path, result: dict[str, Any]) -> None:
         "verdicts": result["verdicts"],
         "errors": result["errors"],
         "handoff": result["handoff"],
+        "handoff_v2": result["handoff_v2"],
         "handoff_dev": {k: v for k, v in result["handoff_dev"].items() if k != "errors"},
     }
     path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
