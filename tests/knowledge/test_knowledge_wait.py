@@ -16,6 +16,13 @@ from knowledge.services import ingestion_progress
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _no_other_documents() -> None:
+    # tests/knowledge leaves the demo knowledge base in the session's database; each
+    # test here counts only its own rows (the deletion rolls back with the test).
+    Document.objects.all().delete()
+
+
 def _doc(title: str, status: str) -> Document:
     # Rows as the worker leaves them: this test is about waiting, not about ingesting.
     return Document.objects.create(title=title, language="en", text="x", status=status)
