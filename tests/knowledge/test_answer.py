@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from chatbot.dialogue import Dialogue, TurnContext
-from knowledge.answer import DONT_KNOW, answer_plan
+from knowledge.answer import DONT_KNOW, answer_plan, coverage_first
 from knowledge.grounding import answer_grounding, answer_guard, passage_extract
+from knowledge.retrieval import Passage
 from knowledge.text import estimate_tokens
 
 pytestmark = pytest.mark.django_db
@@ -160,27 +161,30 @@ def test_extract_picks_the_sentences_that_answer_in_their_order() -> None:
     assert zh == "礼品卡永不过期。"
 
 
+def _passage(chunk_id: int, heading: str, text: str, *, title: str) -> Passage:
+    """A relevant retrieved passage, ranked by its chunk id, for coverage_first."""
+    return Passage(
+        chunk_id=chunk_id,
+        document_id=1,
+        title=title,
+        anchor=str(chunk_id),
+        heading=heading,
+        text=text,
+        language="en",
+        score=1.0 / chunk_id,
+        similarity=0.5,
+        coverage=0.5,
+        bm25=None,
+        relevant=True,
+    )
+
+
 def test_the_passage_holding_the_questions_words_goes_first() -> None:
     """Ranked second, the section that names the sneakers still comes first for "what
     are the sneakers made of?"; among passages that hold as much, rank order stays."""
-    from knowledge.answer import coverage_first
-    from knowledge.retrieval import Passage
 
     def passage(chunk_id: int, heading: str, text: str) -> Passage:
-        return Passage(
-            chunk_id=chunk_id,
-            document_id=1,
-            title="Care",
-            anchor=str(chunk_id),
-            heading=heading,
-            text=text,
-            language="en",
-            score=1.0 / chunk_id,
-            similarity=0.5,
-            coverage=0.5,
-            bm25=None,
-            relevant=True,
-        )
+        return _passage(chunk_id, heading, text, title="Care")
 
     boots = passage(1, "What are the boots made of?", "The boots are made of leather.")
     sneakers = passage(2, "What are the shoes made of?", "The sneakers are made of canvas.")
@@ -193,24 +197,9 @@ def test_the_passage_holding_the_questions_words_goes_first() -> None:
 def test_an_articles_intro_does_not_beat_the_section_that_states_the_rule() -> None:
     """Both hold "cancel" and "order" with their headings (every heading path repeats
     the article's title); only the section's own sentence states the rule."""
-    from knowledge.answer import coverage_first
-    from knowledge.retrieval import Passage
 
     def passage(chunk_id: int, heading: str, text: str) -> Passage:
-        return Passage(
-            chunk_id=chunk_id,
-            document_id=1,
-            title="Cancelling or changing an order",
-            anchor=str(chunk_id),
-            heading=heading,
-            text=text,
-            language="en",
-            score=1.0 / chunk_id,
-            similarity=0.5,
-            coverage=0.5,
-            bm25=None,
-            relevant=True,
-        )
+        return _passage(chunk_id, heading, text, title="Cancelling or changing an order")
 
     # The lead: its heading is the article's title.
     intro = passage(1, "Cancelling or changing an order", "What you can change about an order.")
