@@ -54,7 +54,6 @@ def server(tmp_path: Path) -> Iterator[tuple[Daphne, str]]:
             database_url,
             {"TIERDESK_L3_MAX_TOKENS": "200", "TIERDESK_L3_GROUNDING_GUARD": "false"},
         )
-        _manage(env, log, "migrate", "--noinput", "-v", "0")
         _manage(env, log, "seed_demo")
         daphne = Daphne(env, log)
         try:

@@ -170,7 +170,6 @@ def daphne(tmp_path: Path, model_server: SupervisedModelServer) -> Iterator[Daph
                 "TIERDESK_ADMISSION": "false",
             },
         )
-        _manage(env, log, "migrate", "--noinput", "-v", "0")
         _manage(env, log, "seed_demo")
         server = Daphne(env, log)
         server.start()  # answers one order question: the router and prompt are warm

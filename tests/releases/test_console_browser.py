@@ -46,7 +46,6 @@ def console_server(tmp: Path) -> Iterator[LiveServer]:
     log = tmp / "server.log"
     with _server_database(tmp) as database_url:
         env = server_env(database_url, {"TIERDESK_WARMUP_ON_START": "false"})
-        _manage(env, log, "migrate", "--noinput", "-v", "0")
         _manage(env, log, "seed_demo")
         _manage(env, log, "releases_demo")
         proc, url = daphne_start(env, log)
