@@ -23,7 +23,7 @@ from inference.base import ChatMessage, GenerationRequest
 from inference.sanitize import prompt_sanitize
 
 from . import text as ktext
-from .entail import question_coverage
+from .entail import character_share, question_coverage
 from .grounding import passage_extract
 from .retrieval import Passage, RetrievalResult, passages_retrieve
 
@@ -161,7 +161,14 @@ def coverage_first(question: str, passages: list[Passage]) -> list[Passage]:
     # An article's lead (the text under its title, before the first section) describes
     # the article rather than stating a rule, so it goes after the sections that tie.
     own = {id(p): question_coverage(question, [p.text]).share for p in passages}
-    return sorted(passages, key=lambda p: (-shares[id(p)], p.heading == p.title, -own[id(p)]))
+    # Then, in Chinese, the one sharing more of the question's characters: "T恤是纯棉的
+    # 吗" finds 纯棉 in neither the sizes section nor the one on the T-shirt's
+    # material, but only the material section has 棉.
+    chars = {id(p): character_share(question, passage_material(p)) for p in passages}
+    return sorted(
+        passages,
+        key=lambda p: (-shares[id(p)], p.heading == p.title, -own[id(p)], -chars[id(p)]),
+    )
 
 
 def _trim(text: str, budget: int) -> str:

@@ -347,6 +347,8 @@ class CardRow:
     snippet: str
     # The heading's own character pairs ("忘记用户名"), Chinese only.
     heading_bigrams: frozenset[str] = frozenset()
+    # Everything the card says: its heading, phrasings, answer and section.
+    material: str = ""
 
 
 def _cjk_bigrams(text: str) -> frozenset[str]:
@@ -380,6 +382,7 @@ def _build(previous: CardIndex | None, key: Hashable) -> CardIndex:
             # Embedded before cards had an answer row: its phrasings still match.
             texts = texts[: len(matrix)]
         whole = " ".join(texts)
+        material = " ".join([card.heading, *card.questions, card.answer, card.section_text])
         for i, text in enumerate(texts):
             kind = "question" if i < len(card.questions) else "answer"
             rows.append(
@@ -400,6 +403,7 @@ def _build(previous: CardIndex | None, key: Hashable) -> CardIndex:
                     heading_bigrams=_cjk_bigrams(card.heading.split(" > ")[-1])
                     if kind == "answer"
                     else frozenset(),
+                    material=material,
                 )
             )
             vectors.append(matrix[i])
@@ -460,6 +464,13 @@ def zh_card_score(pairs: frozenset[str], row: CardRow) -> float:
     return (1 - ZH_HEADING_WEIGHT) * card + ZH_HEADING_WEIGHT * heading
 
 
+def card_covers(question: str, row: CardRow) -> bool:
+    """The card holds what the question is about: L2's coverage rule for passages
+    (``entail.question_coverage``), on everything the card says, numbers left out."""
+    coverage = entail.question_coverage(question, [row.material], numbers=False)
+    return coverage.answers
+
+
 def card_match(
     *, question: str, language: str, query_vector: np.ndarray | None = None
 ) -> CardMatch | None:
@@ -511,6 +522,12 @@ def card_match(
             score = zh_card_score(pairs, row)
             if score >= settings.TIERDESK_KB_CARD_MIN_ZH_COVERAGE:
                 candidates.append(CardMatch(row, score, "characters"))
+    if entail.is_yes_no(question):
+        # A yes/no question asks whether one thing holds: a card that leaves out what
+        # it is about can't say yes or no to it ("can I pause my premium subscription
+        # for a month?" matched the card on cancelling it). Numbers don't count: a
+        # trap's wrong figure is what the card's answer corrects.
+        candidates = [m for m in candidates if card_covers(question, m.row)]
     if not candidates:
         return None
     floors = {

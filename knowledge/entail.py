@@ -260,7 +260,12 @@ def _names(text: str, clauses: list[str]) -> set[str]:
     # A first word the passages never use at all is no common word of theirs either.
     passages = " ".join(clauses).lower()
     first = _NAMED.match(text)
-    if first and first.group(0).lower() not in passages:
+    # A function word opening the sentence ("Our", "The") names nothing.
+    if (
+        first
+        and first.group(0).lower() not in passages
+        and first.group(0).lower() not in ktext.EN_STOPWORDS
+    ):
         known.add(first.group(0).lower())
     out: set[str] = set()
     for m in _NAMED.finditer(text):
@@ -292,7 +297,8 @@ def _un_words(text: str) -> set[str]:
     return out
 
 
-def _qualified(text: str) -> bool:
+def is_qualified(text: str) -> bool:
+    """The text states an exception or a limit ("only", "unless", 仅, 除非)."""
     return bool(_QUAL_EN.search(text) or _QUAL_ZH.search(text))
 
 
@@ -461,9 +467,9 @@ def _body_check(body: str, clauses: list[str]) -> Claim:
         return Claim(body, "neutral", reason, evidence, support)
     if not _universals(body) <= _universals(clause_text):
         return Claim(body, "neutral", "generalises beyond the passage", evidence, support)
-    if any(_qualified(c) for c in aligned) and not _qualified(body):
+    if any(is_qualified(c) for c in aligned) and not is_qualified(body):
         return Claim(body, "neutral", "drops the passage's exception or limit", evidence, support)
-    if _qualified(body) and not any(_qualified(c) for c in aligned):
+    if is_qualified(body) and not any(is_qualified(c) for c in aligned):
         return Claim(body, "neutral", "adds a limit the passage lacks", evidence, support)
     return Claim(body, "entailed", "", evidence, support)
 
@@ -504,10 +510,18 @@ def claim_check(sentence: str, passages: list[str], *, question: str = "") -> Cl
         return Claim(
             sentence, "contradicted", "the yes/no contradicts the passage", clause, support
         )
-    if _qualified(clause) and not said_no and not _qualified(question + " " + body):
+    if is_qualified(clause) and not said_no and not is_qualified(question + " " + body):
         # "Yes" to a rule that has an exception: only the body may stand.
         return Claim(sentence, "neutral", "yes hides the passage's condition", clause, support)
     return result
+
+
+def says_nothing(sentence: str) -> bool:
+    """A bare answer particle or courtesy ("No.", "不会。", "Yes, sure!"): no claim of
+    its own, so it can't be the whole answer."""
+    particle = _PARTICLE.match(sentence + (" " if sentence[-1:] not in ".。!！,，:" else ""))
+    body = sentence[particle.end() :] if particle else sentence
+    return not _terms(body) and not quantities(body)
 
 
 def is_refusal(sentence: str) -> bool:
@@ -530,6 +544,30 @@ def label_pair(premise: str, hypothesis: str) -> Label:
     if check.contradicted:
         return "contradicted"
     return "entailed" if check.claims and check.entailed else "neutral"
+
+
+# -- yes/no questions ----------------------------------------------------------------------------
+_WH_EN = re.compile(
+    r"^\s*(what|what's|whats|how|when|where|which|who|whom|whose|why)\b", re.IGNORECASE
+)
+_YES_NO_EN = re.compile(
+    r"^\s*(can|could|do|does|did|is|are|was|were|will|would|should|shall|may|might|must|"
+    r"have|has|am)\b|,?\s*(right|yes|correct|true|no|yeah)\s*[?？]?\s*$",
+    re.IGNORECASE,
+)
+_WH_ZH = re.compile(r"什么|怎么|怎样|如何|多少|多久|多长|多大|哪|几|为什么|谁|啥")
+_YES_NO_ZH = re.compile(
+    r"(吗|吧|对吧|是吧|是不是|对不对|能不能|可不可以|有没有|会不会)\s*[?？]?\s*$"
+)
+
+
+def is_yes_no(question: str) -> bool:
+    """A question answered by yes or no ("can I pause my subscription?", "礼品卡永久有效
+    对吧？"), not one asking what, how, when ("how long does a refund take?")."""
+    text = question.strip()
+    if ktext.has_cjk(text):
+        return bool(_YES_NO_ZH.search(text)) and not _WH_ZH.search(text)
+    return bool(_YES_NO_EN.search(text)) and not _WH_EN.search(text)
 
 
 # -- does the passage answer the question? ------------------------------------------------------
@@ -578,7 +616,15 @@ def _zh_word_found(word: str, text: str, chars: set[str]) -> bool:
     return len(own) > 2 and sum(ch in chars for ch in own) * 2 >= len(own)
 
 
-def question_coverage(question: str, passages: list[str]) -> Coverage:
+def character_share(question: str, text: str) -> float:
+    """The share of a Chinese question's content characters found in ``text`` (0 for
+    a question with none): a word the passage says differently ("纯棉" against
+    "棉或涤纶") still shares its characters."""
+    wanted = _zh_chars(question)
+    return len(wanted & _zh_chars(text)) / len(wanted) if wanted else 0.0
+
+
+def question_coverage(question: str, passages: list[str], *, numbers: bool = True) -> Coverage:
     """Which of the question's content words the passages contain (stems and the shop's
     synonyms in English, words or their characters in Chinese). Used to decide that
     a relevant-looking passage doesn't answer the question ("is the leather on your
@@ -590,6 +636,8 @@ def question_coverage(question: str, passages: list[str]) -> Coverage:
     for word in ktext.question_keywords(question):
         lowered = word.lower()
         if lowered in _QUESTION_FILLER or lowered in _COURTESY or not lowered.strip("?？!！.,"):
+            continue
+        if not numbers and quantities(word) and not _terms(word):
             continue
         if ktext.has_cjk(word):
             found = _zh_word_found(word, text, chars)

@@ -144,6 +144,27 @@ def answer_guard(answer: str, passages: list[str], *, question: str, extract: st
     return GuardedAnswer(extract, "extract", unsupported)
 
 
+# An exception named as such. Not a cue for the entailment check, where "金卡会员例外，
+# 穿过的商品也可以退" names whom a rule is for rather than limiting a claim about them.
+_EXCEPTION = re.compile(r"例外|\bexceptions?\b", re.IGNORECASE)
+
+
+def _with_exceptions(picked: list[int], sentences: list[str]) -> list[int]:
+    """The picked sentences plus the one right after each when it states an exception
+    or a limit ("皮革商品例外：我们不维修皮革制品。", "Gold members are the exception"):
+    a rule quoted without its exception is a false statement, whatever the length cap
+    says. The question's words need not be in it ("两年内什么都免费修，皮夹克也行吧？"
+    shares no word with "皮革"), which is why it was left out."""
+    from .entail import is_qualified
+
+    out = set(picked)
+    for i in picked:
+        after = sentences[i + 1] if i + 1 < len(sentences) else ""
+        if after and (is_qualified(after) or _EXCEPTION.search(after)):
+            out.add(i + 1)
+    return sorted(out)
+
+
 def passage_extract(question: str, passages: list[str], *, max_chars: int) -> str:
     """The sentences of one passage that share most keywords with the question, in
     their own order, up to ``max_chars``: an answer grounded by construction (the
@@ -168,7 +189,7 @@ def passage_extract(question: str, passages: list[str], *, max_chars: int) -> st
         # passage). Ties keep the earlier, better-retrieved passage.
         score = len(wanted & {t for i in picked for t in ktext.index_tokens(sentences[i])})
         if picked and (best is None or score > best[0]):
-            best = (score, [sentences[i] for i in sorted(picked)])
+            best = (score, [sentences[i] for i in sorted(_with_exceptions(picked, sentences))])
     if best is None:
         return " ".join(passages[0].split())[:max_chars] if passages else ""
     joiner = "" if ktext.has_cjk(" ".join(best[1])) else " "

@@ -219,6 +219,11 @@ class EntailmentGuard:
         if self._released:
             label = "trimmed" if self._dropped else "passed"
             self.verdict = Verdict(ok=True, label=label, meta=meta)
+            added = await asyncio.to_thread(self._completion)
+            if added:
+                cjk = any("\u4e00" <= ch <= "\u9fff" for ch in added)
+                tail += ("" if cjk else " ") + added
+                self.verdict.meta["extract_added"] = True
             return tail
         if self._refused and not self._dropped:
             self.verdict = Verdict(
@@ -234,6 +239,46 @@ class EntailmentGuard:
                 meta=meta,
             )
         return None
+
+    def _completion(self) -> str:
+        """What follows the released sentences when they say too little: when all
+        that passed is a bare "No."/"不会。", or a sentence was dropped and the
+        extract holds more of the question's words, the extract's sentences that the
+        shown ones don't already say. The model's
+        answer to "will I drop from Gold straight to guest?" was "不会。" plus a
+        sentence the check dropped (the one saying by how much): the shopper got
+        "不会。" alone. The extract is the passage's own words, so nothing is added
+        that the shop didn't write, and nothing shown is withdrawn. Blocking."""
+        from knowledge import entail
+
+        if not self.extract:
+            return ""
+        shown = " ".join(self._shown)
+        if not all(entail.says_nothing(s) for s in self._shown):
+            if not self._dropped:
+                return ""
+            # After a dropped sentence, only when the passage's sentences hold more of
+            # the question than what was shown: a dropped aside ("soak them overnight")
+            # takes nothing from an answer that already says what was asked.
+            before = entail.question_coverage(self.question, [shown]).share
+            after = entail.question_coverage(self.question, [shown, self.extract]).share
+            if after <= before:
+                return ""
+
+        def said(sentence: str) -> bool:
+            # Already shown: the same claim, or a shown sentence restates it.
+            if sentence in shown or entail.claim_check(sentence, [shown]).label == "entailed":
+                return True
+            return any(
+                not entail.says_nothing(s) and entail.claim_check(s, [sentence]).label == "entailed"
+                for s in self._shown
+            )
+
+        out = [s for s in entail.sentences(self.extract) if not said(s)]
+        if not out:
+            return ""
+        cjk = any("\u4e00" <= ch <= "\u9fff" for ch in "".join(out))
+        return ("" if cjk else " ").join(out)
 
     def model_failed(self, error: InferenceError) -> bool:
         return False
@@ -287,6 +332,10 @@ class GroundedGuard(EntailmentGuard):
         self.facts = "\n".join(passages)
         self.rule = rule
         self.bare = bare
+
+    def _completion(self) -> str:
+        # The "extract" here is the abstain text; L3 adds the article's rule itself.
+        return ""
 
     def _judge(self, sentence: str) -> tuple[str, str]:
         if BOILERPLATE.search(sentence):

@@ -214,3 +214,96 @@ def test_an_articles_intro_does_not_beat_the_section_that_states_the_rule() -> N
     # Among sections, rank order stays when their own words hold as much.
     other = passage(3, "Cancelling or changing an order > Refunds", "An order is refunded.")
     assert coverage_first("order", [other, rule]) == [other, rule]
+
+
+# -- what the shopper gets when the check drops part of the reader's answer (#14) -----------
+MEMBERSHIP_ZH = (
+    "会员等级有效期到下一个自然年年底。"
+    "如果没有再次达到消费门槛，会在1月1日降一级，每次最多只降一级。"
+)
+
+
+async def _guarded(text: str, *, question: str, passages: list[str], extract: str) -> str:
+    """``text`` through the L2 guard a few characters at a time, as a stream would."""
+    from chatbot.answerers.guards import EntailmentGuard
+
+    guard = EntailmentGuard(
+        question=question, passages=passages, extract=extract, dont_know="DONT_KNOW"
+    )
+    shown = ""
+    for i in range(0, len(text), 5):
+        assert guard.feed(text[i : i + 5], {}) == ""
+        shown += await guard.drain()
+    tail = await guard.finish(shown)
+    assert tail is not None
+    return shown + tail
+
+
+async def test_a_bare_no_left_by_the_check_is_followed_by_the_passages_rule() -> None:
+    """The reader answered "不会。" and a sentence the check dropped (a changed
+    figure): "不会。" alone said nothing of the rule; the extract's sentences follow it."""
+    question = "消费不够的话会从金卡直接降到普通访客吗？"
+    extract = passage_extract(question, [MEMBERSHIP_ZH], max_chars=320)
+    shown = await _guarded(
+        "不会。会在1月1日降两级。", question=question, passages=[MEMBERSHIP_ZH], extract=extract
+    )
+    assert shown.startswith("不会。")
+    assert "降两级" not in shown  # the dropped sentence never shows
+    assert "每次最多只降一级" in shown
+
+
+async def test_an_answer_that_passes_whole_gets_nothing_added() -> None:
+    passage = "Gift wrapping costs $4.99 per item. Gold members get it free."
+    shown = await _guarded(
+        "Gift wrapping costs $4.99 per item.",
+        question="how much is gift wrap?",
+        passages=[passage],
+        extract="Gift wrapping costs $4.99 per item.",
+    )
+    assert shown == "Gift wrapping costs $4.99 per item."
+
+
+async def test_after_a_dropped_sentence_only_what_was_not_said_is_added() -> None:
+    """The reader's second sentence passed and its first was dropped: the shopper got
+    the PIN alternative without the reset code the question needed."""
+    passage = (
+        "如果无法使用两步验证设备，我们会把重置码发送到账户绑定的邮箱。"
+        "无法提供该邮箱时，可以改用PIN码或安全问题验证身份。"
+    )
+    shown = await _guarded(
+        "我们会打电话给您。可以改用PIN码或安全问题验证身份。",
+        question="手机丢了，两步验证用不了怎么办",
+        passages=[passage],
+        extract=passage,
+    )
+    assert "打电话" not in shown
+    assert "重置码发送到账户绑定的邮箱" in shown
+    # What the reader already said is not repeated.
+    assert shown.count("PIN码") == 1
+
+
+def test_the_extract_keeps_a_rules_exception() -> None:
+    """The exception shares no word with the question (皮革 / 皮夹克), but the rule
+    without it says leather jackets are repaired free."""
+    repairs = "夹克的拉链、接缝和纽扣在购买后2年内免费维修。皮革商品例外：我们不维修皮革制品。"
+    extract = passage_extract("两年内什么都免费修，皮夹克也行吧？", [repairs], max_chars=40)
+    assert extract == repairs
+    en = (
+        "Zips and seams are repaired free for 2 years. Leather goods are the exception: "
+        "we do not repair leather. Our workshop is in Leeds."
+    )
+    assert passage_extract("are repairs free for two years?", [en], max_chars=300) == (
+        "Zips and seams are repaired free for 2 years. Leather goods are the exception: "
+        "we do not repair leather."
+    )
+
+
+def test_in_chinese_the_passage_sharing_the_questions_characters_goes_first() -> None:
+    """纯棉 is in neither passage; only the material section has 棉."""
+    sizes = _passage(1, "尺码与库存 > 服装尺码", "T恤有S到XXL码。", title="尺码与库存")
+    material = _passage(
+        2, "洗涤与选项 > T恤的材质和款式", "T恤可选棉或涤纶材质。", title="洗涤与选项"
+    )
+    assert coverage_first("T恤是纯棉的吗", [sizes, material]) == [material, sizes]
+    # English questions keep rank order among equals.
+    assert coverage_first("what is it", [sizes, material]) == [sizes, material]

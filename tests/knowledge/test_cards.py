@@ -197,3 +197,42 @@ def test_an_order_flow_gets_the_rule_from_the_card_or_a_covering_passage() -> No
     assert question_coverage(question, [passage_material(top(question))]).share < 0.75
     rule = rule_answer(question=question, language="en")
     assert rule is not None and rule.how == "passage" and "36 months" in rule.text
+
+
+def test_a_yes_no_question_gets_a_card_only_if_the_card_holds_what_it_asks(
+    settings: Any,
+) -> None:
+    """Thresholds lowered so that every question has a candidate card: a yes/no
+    question about what no card says ("can I pause my gift card and give it to a friend?") gets
+    none, and L2 answers from the passages or says it doesn't know; a yes/no trap with
+    a wrong figure still gets the card that corrects it, and a "how"/"what" question
+    is served as before."""
+    approve_all(ingest())
+    settings.TIERDESK_KB_CARD_MIN_ANSWER_SIMILARITY = 0.05
+    cards.cards_reset()
+    pause = "can I pause my gift card and give it to a friend?"
+    assert cards.card_match(question=pause, language="en") is None
+    trap = cards.card_match(question="gift cards expire after 12 months, right?", language="en")
+    assert trap is not None and "36 months" in trap.row.answer
+    assert cards.card_match(question="how long until a gift card expires", language="en")
+
+
+def test_yes_no_questions_are_told_from_questions_asking_what_or_how() -> None:
+    from knowledge.entail import is_yes_no
+
+    for question in (
+        "can I pause my premium subscription?",
+        "free shipping kicks in at $75 right?",
+        "card refunds take 10 business days, yes?",
+        "礼品卡永久有效对吧？",
+        "高级订阅可以暂停一个月吗？",
+    ):
+        assert is_yes_no(question), question
+    for question in (
+        "how do i take the hood off",
+        "what payment methods do you accept?",
+        "牛仔裤怎么洗才不褪色",
+        "普通访客多久内可以退货",
+        "退货的钱退到哪里",
+    ):
+        assert not is_yes_no(question), question
