@@ -260,12 +260,7 @@ def _names(text: str, clauses: list[str]) -> set[str]:
     # A first word the passages never use at all is no common word of theirs either.
     passages = " ".join(clauses).lower()
     first = _NAMED.match(text)
-    # A function word opening the sentence ("Our", "The") names nothing.
-    if (
-        first
-        and first.group(0).lower() not in passages
-        and first.group(0).lower() not in ktext.EN_STOPWORDS
-    ):
+    if first and first.group(0).lower() not in passages:
         known.add(first.group(0).lower())
     out: set[str] = set()
     for m in _NAMED.finditer(text):

@@ -44,14 +44,6 @@ WRAP = (
         ("礼品卡自购买之日起36个月后过期。", "礼品卡购买三十六个月后过期。", "entailed"),
         ("每天最多领取2张代金券。每张可减5美元。", "每天最多可以领5张代金券。", "contradicted"),
         ("The subscription costs $99 a year.", "The subscription costs $99 a month.", "neutral"),
-        # A sentence opening with a function word the passage doesn't use ("Our", "The")
-        # names no one the passage leaves out; a name there still counts.
-        (
-            "The Hiking Boots come in a waterproof version.",
-            "Our Hiking Boots come in a waterproof version.",
-            "entailed",
-        ),
-        (RETURNS, "Silver members are the exception.", "neutral"),
     ],
 )
 def test_claims(premise: str, claim: str, label: str) -> None:
