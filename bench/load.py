@@ -244,18 +244,28 @@ class DaphnePool:
 
 
 MODEL_NICE = 10  # CPU priority of the model processes beside the web tier (docs/deployment.md)
+# The L3 stand-in plays a hosted API, which would take none of these cores: it gets
+# only what nothing else wants. At MODEL_NICE beside the fast model, the prompt it went
+# on reading after an L3 turn was cut off (llama.cpp notices a closed request only at
+# its next token) slowed the L1 replies of the next seconds past their budget (issue
+# #16, 10 sessions: the three L1 turns after an L3 cut-off missed theirs).
+L3_STANDIN_NICE = 19
 
 
 def renice(pid: int, nice: int = MODEL_NICE) -> int:
-    """Lower the CPU priority of every thread of ``pid`` and its descendants (Linux
-    keeps a nice value per thread; threads started later inherit it). Returns how many
-    threads were changed."""
+    """Lower the CPU priority of every thread of ``pid`` and its descendants by
+    ``nice`` (Linux keeps a nice value per thread; threads started later inherit it).
+    Relative, not absolute: the model server runs its fallback role's threads nicer
+    than its fast role's (``TIERDESK_FALLBACK_NICE``), and that order is kept. Returns
+    how many threads were changed."""
     changed = 0
     for proc in [pid, *descendants(pid)]:
         with contextlib.suppress(OSError):
             for task in Path(f"/proc/{proc}/task").iterdir():
                 with contextlib.suppress(OSError):
-                    os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
+                    tid = int(task.name)
+                    now = os.getpriority(os.PRIO_PROCESS, tid)
+                    os.setpriority(os.PRIO_PROCESS, tid, min(19, now + nice))
                     changed += 1
     return changed
 
@@ -978,7 +988,7 @@ def main(argv: list[str] | None = None) -> int:
         l3, l3_url = l3_server_start(parallel=args.l3_parallel, lifetime_s=lifetime, env=env)
         procs.append(l3)
         # A hosted L3 API would not use these cores at all.
-        info["l3_nice"] = {"nice": MODEL_NICE, "threads": renice(l3.pid)}
+        info["l3_nice"] = {"nice": L3_STANDIN_NICE, "threads": renice(l3.pid, L3_STANDIN_NICE)}
         os.environ["TIERDESK_L3_API_BASE"] = f"{l3_url}/v1"
         info["l3_api_base"] = f"{l3_url}/v1"
         log(f"L3 stand-in ({L3_STANDIN_MODEL}) at {l3_url}")
@@ -1152,7 +1162,10 @@ def report_build(
                 "model_server": info.get("model_server_nice"),
                 "l3_stand_in": info.get("l3_nice"),
                 "why": "the models share the 2 cores with the web tier: at nice 10 they "
-                "take every idle cycle but Daphne's I/O never waits behind a decoding step",
+                "take every idle cycle but Daphne's I/O never waits behind a decoding step; "
+                "the model server's fallback role runs TIERDESK_FALLBACK_NICE (5) nicer "
+                "than its fast role; the L3 stand-in plays a hosted API that uses none of "
+                "these cores, at nice 19",
             },
             "admission": {
                 "first_chunk_budget_ms": settings.TIERDESK_FIRST_CHUNK_BUDGET_MS,

@@ -21,11 +21,19 @@ with no measurement yet uses the nearest lighter one. Over the budget less
 ``TIERDESK_FIRST_CHUNK_MARGIN_MS`` (the prediction's error): the turn degrades at once
 (``chatbot.turn``: the tier's text that needs no model). A turn that is admitted still
 has a hard deadline: no first chunk by the budget less ``TIERDESK_FIRST_CHUNK_SEND_MS``
-(the degraded text's way out) and it degrades then (``deadline``).
+(the degraded text's way out) and it degrades then (``deadline``). That cut-off is a
+timer on a loop that runs timers late under load, so it is moved earlier by the
+lateness the loop showed in the last seconds (``inference.looplag``, at most
+``LAG_CAP_SHARE`` of the budget), and the prediction aims before the moved cut-off.
 
 With a free slot a turn is always admitted unless the tier's own recent first-chunk
 time is already over the budget; even then one turn per ``TIERDESK_ADMISSION_PROBE_S``
-is let through, so the averages follow a model that got faster again.
+is let through, so the averages follow a model that got faster again. A trial that is
+cut off doubles that tier's interval (up to ``TIERDESK_ADMISSION_PROBE_MAX_S``); one that
+makes its budget sets it back. A trial the model can't win still takes the model's
+cores until its cut-off (and a model server goes on with a prompt it is reading after
+the request is closed): at one trial per 2 s, the L2 and L3 trials at 5-25 sessions
+were the likeliest reason L1 replies on an idle queue missed their budget (issue #16).
 
 Counters (per process, for Prometheus and the operator console): turns that planned a
 model and how many of them degraded, per tier and reason.
@@ -42,6 +50,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from .capacity import SlotStatus, capacity
+from .looplag import loop_lag, loop_lag_reset
 from .queue import Ewma, gate_for
 from .registry import resolve_role
 
@@ -51,6 +60,10 @@ FIRST_WINDOW = 15
 FIRST_MIN = 3
 
 # Why a turn degraded (the ``done`` frame's ``degraded.reason``).
+# The most of a budget the loop's measured lateness may move a cut-off forward: a loop
+# that stalls longer than this is late whatever the cut-off, and every turn would degrade.
+LAG_CAP_SHARE = 0.25
+
 PREDICTED = "predicted"  # the queue and recent service times say the budget can't be met
 DEADLINE = "deadline"  # admitted, but no first chunk by the budget
 
@@ -72,6 +85,7 @@ class Ticket:
     probe: bool = False
     admitted_at: float = 0.0
     reason: str = ""
+    loop_lag_ms: float = 0.0  # the loop's recent lateness the cut-off was moved by
 
     def degraded(self, reason: str, **detail: float | int | None) -> dict[str, object]:
         """The ``done`` frame's ``degraded`` object."""
@@ -83,6 +97,8 @@ class Ticket:
         }
         if self.predicted_ms is not None:
             out["predicted_ms"] = round(self.predicted_ms, 1)
+        if self.loop_lag_ms:
+            out["loop_lag_ms"] = round(self.loop_lag_ms, 1)
         out.update({k: v for k, v in detail.items() if v is not None})
         return out
 
@@ -96,6 +112,7 @@ class Admission:
         self.first: dict[str, Ewma] = {}
         self.first_at: dict[tuple[str, int], deque[float]] = {}
         self.last_probe: dict[str, float] = {}
+        self.probe_every: dict[str, float] = {}  # per tier, while trials keep missing
         self.planned: Counter[str] = Counter()  # turns that planned a model, per tier
         self.degraded: Counter[tuple[str, str]] = Counter()  # (tier, reason)
 
@@ -157,9 +174,13 @@ class Admission:
             slots = server.total
             in_flight = max(gate.active, server.busy + server.deferred) + gate.waiting
         # The server keeps a margin of each budget for sending the degraded text and the
-        # way to the shopper: the budget is what the shopper sees.
-        target = max(1.0, budget - settings.TIERDESK_FIRST_CHUNK_MARGIN_MS)
-        deadline = received_at + max(1.0, budget - settings.TIERDESK_FIRST_CHUNK_SEND_MS) / 1000
+        # way to the shopper: the budget is what the shopper sees. The cut-off's timer
+        # fires as late as the loop runs timers now, so it is set that much earlier,
+        # and the prediction must land before it.
+        lag_ms = min(budget * LAG_CAP_SHARE, _loop_lag_ms())
+        send_ms = settings.TIERDESK_FIRST_CHUNK_SEND_MS + lag_ms
+        target = max(1.0, budget - max(settings.TIERDESK_FIRST_CHUNK_MARGIN_MS, send_ms))
+        deadline = received_at + max(1.0, budget - send_ms) / 1000
         elapsed_ms = (now - received_at) * 1000
         load = load_bucket(in_flight)
         first = self.first_predicted(tier, load)
@@ -177,6 +198,7 @@ class Admission:
             load=load,
             slots=slots,
             admitted_at=now,
+            loop_lag_ms=lag_ms,
         )
         last = self.last_probe.get(tier, float("-inf"))
         if predicted <= target:
@@ -184,12 +206,16 @@ class Admission:
         elif elapsed_ms < target and (in_flight < slots or hold is None):
             # A free slot (or nothing measured yet): only the tier's own first-chunk time
             # is over; let one turn through now and then to see whether it still is.
-            ticket.admitted = ticket.probe = now - last >= settings.TIERDESK_ADMISSION_PROBE_S
+            ticket.admitted = ticket.probe = now - last >= self.probe_interval(tier)
         if ticket.admitted:
             self.last_probe[tier] = now  # every admitted turn is a fresh measurement
         if not ticket.admitted:
             ticket.reason = PREDICTED
         return ticket
+
+    def probe_interval(self, tier: str) -> float:
+        """Seconds between trials of a tier that is predicted over its budget."""
+        return self.probe_every.get(tier, settings.TIERDESK_ADMISSION_PROBE_S)
 
     def gave_up(self, ticket: Ticket) -> None:
         """The turn degraded on the prediction (after any second try)."""
@@ -199,11 +225,17 @@ class Admission:
         """An admitted turn showed its first chunk at ``at``; ``queue_s`` of it was
         spent waiting for a slot."""
         self._first_add(ticket, max(0.0, at - ticket.admitted_at - queue_s))
+        if ticket.probe:
+            self.probe_every.pop(ticket.tier, None)  # the model made it: trials as usual
 
     def missed(self, ticket: Ticket, *, at: float) -> None:
         """An admitted turn hit its deadline. With a slot free at admission the time
         was service, a lower bound of it: counted so the average doesn't stay low."""
         self.degraded[(ticket.tier, DEADLINE)] += 1
+        if ticket.probe:
+            self.probe_every[ticket.tier] = min(
+                settings.TIERDESK_ADMISSION_PROBE_MAX_S, 2 * self.probe_interval(ticket.tier)
+            )
         if ticket.queue < ticket.slots:
             self._first_add(ticket, at - ticket.admitted_at)
 
@@ -256,6 +288,14 @@ async def _slots_probe(role: str) -> None:
     _slots[role] = (await capacity(role)).slots
 
 
+def _loop_lag_ms() -> float:
+    """The running loop's recent lateness in ms (0 outside a loop)."""
+    try:
+        return loop_lag().recent_s() * 1000
+    except RuntimeError:  # no running loop (a script or a test calling admit directly)
+        return 0.0
+
+
 def load_bucket(in_flight: int) -> int:
     """0 for an idle model, 1 for one request, 2 for 2-3, 3 for 4-7, 4 for 8-15, 5 beyond."""
     return min(5, max(0, in_flight).bit_length())
@@ -280,5 +320,6 @@ def admission_reset() -> None:
     """Forget the averages, counters and probed slots (tests)."""
     global _admission
     _admission = None
+    loop_lag_reset()
     _slots.clear()
     _probes.clear()

@@ -60,6 +60,36 @@ def _warm(backend: LlamaCppBackend, requests: int) -> None:
         backend.complete(request)
 
 
+def _load_nicer(backend: LlamaCppBackend, nice: int) -> None:
+    """Load ``backend`` from a thread ``nice`` steps nicer than this one.
+
+    Linux keeps a nice value per thread and a new thread starts with its creator's:
+    the llama.cpp server's loop thread is started by the thread that loads the model,
+    and its compute threads (an OpenMP team per loop thread) by the loop thread, so
+    every thread of that role runs at the loading thread's priority, and the other
+    roles keep theirs. On cores shared by the roles, a fast-model reply (L1, 400 ms
+    budget) then no longer waits behind a fallback-model prompt (issue #16)."""
+    if nice <= 0:
+        backend.load()
+        return
+    failed: list[BaseException] = []
+
+    def load() -> None:
+        tid = threading.get_native_id()
+        with contextlib.suppress(OSError):  # not allowed: load at this thread's priority
+            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)
+        try:
+            backend.load()
+        except BaseException as exc:  # raised again in the caller's thread
+            failed.append(exc)
+
+    loader = threading.Thread(target=load, name=f"load-{backend.role}")
+    loader.start()
+    loader.join()
+    if failed:
+        raise failed[0]
+
+
 def serve(
     roles: list[str],
     *,
@@ -84,7 +114,7 @@ def serve(
         config["host"] = host
         backend = LlamaCppBackend(role, config)
         started = time.perf_counter()
-        backend.load()
+        _load_nicer(backend, int(config.get("nice") or 0))
         _warm(backend, warmup)
         backends[role] = backend
         print(

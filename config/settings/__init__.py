@@ -498,6 +498,7 @@ else:
                 "model": _LARGE_LOCAL_MODEL,
                 "n_parallel": env_int("TIERDESK_LARGE_PARALLEL", 2),
                 "n_ctx_per_slot": env_int("TIERDESK_LARGE_CTX", 2048),
+                "nice": env_int("TIERDESK_LARGE_NICE", 5),
             },
         },
     )
@@ -516,6 +517,10 @@ INFERENCE_BACKENDS: dict[str, dict[str, Any]] = {
                 "n_parallel": env_int("TIERDESK_FAST_PARALLEL", 8),
                 "n_ctx_per_slot": env_int("TIERDESK_FAST_CTX", 1024),
                 "speculative": TIERDESK_FAST_SPECULATIVE,
+                # The model server runs each role's threads this much nicer than itself
+                # (inference.modelserver): on cores the models share, the tier with the
+                # tightest first-chunk budget (L1's fast model) goes first.
+                "nice": env_int("TIERDESK_FAST_NICE", 0),
             },
         },
     ),
@@ -529,6 +534,7 @@ INFERENCE_BACKENDS: dict[str, dict[str, Any]] = {
                 "sha256": env_str("TIERDESK_FALLBACK_MODEL_SHA256", ""),
                 "n_parallel": env_int("TIERDESK_FALLBACK_PARALLEL", 4),
                 "n_ctx_per_slot": env_int("TIERDESK_FALLBACK_CTX", 2048),
+                "nice": env_int("TIERDESK_FALLBACK_NICE", 5),
             },
         },
     ),
@@ -661,6 +667,10 @@ TIERDESK_FIRST_CHUNK_BUDGET_MS = {
     "L3": TIERDESK_L3_FIRST_CHUNK_BUDGET_MS,
 }
 TIERDESK_ADMISSION_PROBE_S = env_float("TIERDESK_ADMISSION_PROBE_S", 2.0)
+# A trial that misses its budget doubles the tier's trial interval, up to this; one that
+# makes it sets it back to PROBE_S. A hopeless trial still takes the model's cores until
+# it is cut off, and at 2 s intervals those trials slowed the other tiers' replies.
+TIERDESK_ADMISSION_PROBE_MAX_S = env_float("TIERDESK_ADMISSION_PROBE_MAX_S", 30.0)
 # Kept from each budget for the prediction's error (and then the degraded text's way to
 # the shopper): admission aims at budget minus this.
 TIERDESK_FIRST_CHUNK_MARGIN_MS = env_int("TIERDESK_FIRST_CHUNK_MARGIN_MS", 60)

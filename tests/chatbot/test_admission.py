@@ -128,6 +128,48 @@ def test_a_slow_tier_degrades_at_once_with_a_trial_now_and_then(settings: Any) -
     ]
 
 
+def test_trials_that_keep_missing_come_less_often(settings: Any) -> None:
+    """A trial cut off at its deadline doubles the tier's trial interval (up to the
+    maximum); a trial that makes its budget sets it back. The trials of a model that
+    can't start in time (L2 on 2 shared cores) took the cores every 2 s and slowed
+    the L1 replies beside them."""
+
+    async def scenario() -> list[tuple[float, bool]]:
+        gate = admission()
+        gate.first_ewma("L2").add(2.0)  # the last L2 turns took 2 s to a first chunk
+        out = []
+        for at, outcome in (
+            (100.0, "missed"),  # a trial, cut off: next trial after 4 s
+            (103.0, ""),  # 3 s later: no trial
+            (104.1, "missed"),  # 4.1 s: a trial, cut off again: next after 8 s
+            (110.0, ""),
+            (112.2, "missed"),  # 8.1 s: cut off: 16 s, then the 20 s maximum
+            (128.3, "missed"),
+            (148.4, "made it"),  # 20.1 s: the model made it: back to 2 s
+            (150.5, ""),
+        ):
+            ticket = gate.admit(tier="L2", role="fallback", received_at=at, now=at + 0.01)
+            if ticket.admitted and outcome == "missed":
+                gate.missed(ticket, at=at + 0.79)
+            elif ticket.admitted:
+                gate.first_chunk(ticket, at=at + 0.5, queue_s=0.0)
+            out.append((gate.probe_interval("L2"), ticket.admitted))
+        return out
+
+    settings.TIERDESK_ADMISSION_PROBE_S = 2.0
+    settings.TIERDESK_ADMISSION_PROBE_MAX_S = 20.0
+    assert asyncio.run(scenario()) == [
+        (4.0, True),
+        (4.0, False),
+        (8.0, True),
+        (8.0, False),
+        (16.0, True),
+        (20.0, True),
+        (2.0, True),
+        (2.0, True),
+    ]
+
+
 def test_an_idle_model_is_predicted_from_idle_turns_not_busy_ones() -> None:
     """Continuous batching makes a first token slower the more replies decode beside
     it: an idle model is predicted from the turns that found it idle (issue #16: one
