@@ -230,14 +230,19 @@ class Admission:
 
     def missed(self, ticket: Ticket, *, at: float) -> None:
         """An admitted turn hit its deadline. With a slot free at admission the time
-        was service, a lower bound of it: counted so the average doesn't stay low."""
+        was service, of which only a lower bound is known: counted as the whole budget
+        at least. Counted as the lower bound itself (the cut-off less the time the turn
+        had spent before admission), it was below the budget whenever the turn was
+        admitted late, so the next turn was predicted to make it and was cut off too
+        (make load, 200 sessions: 9 L3 turns cut off at 1.48 s, each admitted on the
+        last ones' 1.1-1.2 s, while the model never started within its budget)."""
         self.degraded[(ticket.tier, DEADLINE)] += 1
         if ticket.probe:
             self.probe_every[ticket.tier] = min(
                 settings.TIERDESK_ADMISSION_PROBE_MAX_S, 2 * self.probe_interval(ticket.tier)
             )
         if ticket.queue < ticket.slots:
-            self._first_add(ticket, at - ticket.admitted_at)
+            self._first_add(ticket, max(at - ticket.admitted_at, ticket.budget_ms / 1000))
 
     def figures(self) -> dict[str, dict[str, float | int | None]]:
         """Per tier: planned, degraded (by reason), model-phrased share, the averages."""
@@ -284,8 +289,15 @@ def server_slots(role: str) -> SlotStatus | None:
     return status
 
 
+# How old a probed answer may be before a turn starts the next probe. Each probe is two
+# HTTP GETs on this process's event loop; at 0.1 s (the capacity cache's default) they
+# took 15% of Daphne's loop at 200 sessions (py-spy, issue #16), and the turns' own
+# gates count this process's requests exactly anyway.
+SLOTS_PROBE_EVERY_S = 0.5
+
+
 async def _slots_probe(role: str) -> None:
-    _slots[role] = (await capacity(role)).slots
+    _slots[role] = (await capacity(role, max_age_s=SLOTS_PROBE_EVERY_S)).slots
 
 
 def _loop_lag_ms() -> float:
