@@ -170,6 +170,27 @@ def test_trials_that_keep_missing_come_less_often(settings: Any) -> None:
     ]
 
 
+def test_a_turn_cut_off_counts_as_its_whole_budget(settings: Any) -> None:
+    """A turn admitted late (its planning took 300 ms) and cut off at 1.48 s only shows
+    the model took more than 1.18 s. Counted as 1.18 s, the next turn, planned in
+    100 ms, was predicted at 1.28 s, admitted and cut off again (make load, 200
+    sessions: 9 L3 turns); counted as the budget, it degrades at once."""
+    settings.TIERDESK_FIRST_CHUNK_BUDGET_MS = {"L1": 400, "L2": 800, "L3": 1500}
+
+    async def scenario() -> tuple[bool, bool, float | None]:
+        gate = admission()
+        for at in (10.0, 20.0, 30.0):
+            ticket = gate.admit(tier="L3", role="large", received_at=at, now=at + 0.3)
+            assert ticket.admitted and ticket.deadline is not None
+            gate.missed(ticket, at=ticket.deadline)
+        ticket = gate.admit(tier="L3", role="large", received_at=31.0, now=31.1)
+        return ticket.admitted, ticket.probe, ticket.predicted_ms
+
+    admitted, probe, predicted = asyncio.run(scenario())
+    assert not admitted and not probe  # the trial after a miss waits 4 s
+    assert predicted == pytest.approx(100 + 1500, abs=1)
+
+
 def test_an_idle_model_is_predicted_from_idle_turns_not_busy_ones() -> None:
     """Continuous batching makes a first token slower the more replies decode beside
     it: an idle model is predicted from the turns that found it idle (issue #16: one
