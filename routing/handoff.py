@@ -70,7 +70,7 @@ _CUE_RE = re.compile(
     r"somebody|anyone|anybody|operators?|managers?|supervisors?|boss|owners?|colleagues?|"
     r"team|employees?|support|service|care|real|live|living|actual|bots?|robots?|"
     r"automated|transfer\w*|escalat\w*|specialists?|call|contact|reach|talk|speak|chat"
-    r")\b|人|客服|店员|员工|职员|专员|掌柜|小二|经理|主管|负责人|售后|机器"
+    r")\b|人|客服|店员|员工|职员|专员|掌柜|小二|经理|主管|领导|老板|店长|负责人|售后|机器"
 )
 
 # --- vetoes ---------------------------------------------------------------------------
@@ -193,7 +193,8 @@ _DELIVERY_RE = re.compile(
     r"pick-?up point)\b|"
     r"\b(?:delivery|courier|postal|post office|mail|parcel) (?:person|people|agent|guy|man|"
     r"woman|driver|staff|team)\b|"
-    r"本人|代收|代签|代取|签收|签字|取件|自提|收件人|在家|家里没人"
+    # 本人 after a word for the staff is that person themselves ("跟客服本人聊"), no recipient.
+    r"(?<!客服)(?<!人工)(?<!经理)(?<!主管)本人|代收|代签|代取|签收|签字|取件|自提|收件人|在家|家里没人"
 )
 # An explicit request to be put through keeps a clause from the two vetoes above
 # ("who can i talk to about a job application", "签收的问题我想找人工").

@@ -138,11 +138,51 @@ def test_a_bare_question_after_a_vetoed_clause_continues_it() -> None:
     assert route_message(text="a person?", language="en").intent == HANDOFF
 
 
-def test_an_angry_complaint_stays_with_its_rule() -> None:
-    # The seed data labels "I want a manager now, this is a scam" complaint, L3 (which
-    # offers a person itself); the scorer only decides what no rule did.
-    decision = route_message(text="this is a scam, i want a manager now", language="en")
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        # Asking for a manager or supervisor is asking for a person (session 9's product
+        # decision); the angry-complaint rule took these to L3 as complaints before.
+        ("i want a manager now, this is a scam", "en"),
+        ("this is ridiculous, get me your supervisor", "en"),
+        ("can i speak with the manager please", "en"),
+        ("我要找你们经理", "zh"),
+        ("太差了，叫你们领导出来", "zh"),
+        ("我要跟你们主管谈", "zh"),
+    ],
+)
+def test_asking_for_a_manager_is_a_handoff(text: str, language: str) -> None:
+    decision = route_message(text=text, language=language)
+    assert decision.intent == HANDOFF, decision.reason
+    assert decision.reason.get("rule") == "handoff-request"
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        # A manager of the shopper's own, or one spoken to before: no request.
+        ("i need an invoice for my manager", "en"),
+        ("my boss wants a receipt with the company name", "en"),
+        ("我跟经理说过了，他同意退款", "zh"),
+    ],
+)
+def test_a_manager_who_is_not_asked_for_is_no_handoff(text: str, language: str) -> None:
+    decision = route_message(text=text, language=language)
+    assert decision.intent != HANDOFF, decision.reason
+
+
+def test_an_angry_complaint_without_a_request_for_a_person_stays_l3() -> None:
+    decision = route_message(text="this is a scam, worst shop ever", language="en")
     assert decision.reason.get("rule") == "angry-complaint"
+    assert decision.tier == "L3"
+
+
+def test_the_agent_themselves_is_no_parcel_recipient() -> None:
+    # 本人 after 客服 is the agent themselves: a request, where "需要本人签收吗" (the
+    # recipient) stays the delivery veto's (a regression of session 8's veto).
+    assert handoff_remainder(text_normalise("我想跟客服本人聊")) == ("我想跟客服本人聊", [])
+    assert route_message(text="我想跟客服本人聊", language="zh").intent == HANDOFF
+    assert handoff_remainder(text_normalise("需要本人签收吗"))[1] == ["delivery_or_pickup"]
 
 
 def test_every_request_in_the_examples_and_the_dev_set_reaches_the_recogniser() -> None:
