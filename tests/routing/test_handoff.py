@@ -177,6 +177,49 @@ def test_an_angry_complaint_without_a_request_for_a_person_stays_l3() -> None:
     assert decision.tier == "L3"
 
 
+@pytest.mark.parametrize(
+    ("text", "language", "veto"),
+    [
+        # Session 9's classes (the rule alone took each of these): whether someone works
+        # at a time, whether one has to contact someone, a shopper saying they are human,
+        # a person's words reported from before and the bot compared with people.
+        ("is customer service open on saturdays", "en", "asks_for_hours_or_contact"),
+        ("周末有人工客服吗", "zh", "asks_for_hours_or_contact"),
+        ("do i have to call someone to cancel", "en", "asks_whether_needed"),
+        ("退货需要联系客服吗", "zh", "asks_whether_needed"),
+        ("i'm a real person, why does checkout say i'm a bot", "en", "shopper_is_human"),
+        ("我是真人，为什么一直要验证", "zh", "shopper_is_human"),
+        ("the agent i spoke to said the refund was done", "en", "reports_or_compares"),
+        ("上次人工客服答应给我补发", "zh", "reports_or_compares"),
+        ("the bot is quicker than waiting for an agent", "en", "reports_or_compares"),
+        ("机器人比人工方便", "zh", "reports_or_compares"),
+    ],
+)
+def test_availability_obligation_self_and_reports_are_vetoed(
+    text: str, language: str, veto: str
+) -> None:
+    remainder, vetoes = handoff_remainder(text_normalise(text))
+    assert veto in vetoes and not handoff_cue(remainder), (remainder, vetoes)
+    decision = route_message(text=text, language=language)
+    assert decision.intent != HANDOFF, decision.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        # Beside those classes, and asking: an explicit put-through or "X 说" after 跟/和.
+        ("i talked to an agent yesterday, i want to talk to one again", "en"),
+        ("i'm a real customer, put me through to a person", "en"),
+        ("我要和店长说", "zh"),
+        ("能和工作人员说话吗", "zh"),
+        ("麻烦让客服联系我", "zh"),
+    ],
+)
+def test_requests_beside_the_new_vetoes_still_hand_off(text: str, language: str) -> None:
+    decision = route_message(text=text, language=language)
+    assert decision.intent == HANDOFF, decision.reason
+
+
 def test_the_agent_themselves_is_no_parcel_recipient() -> None:
     # 本人 after 客服 is the agent themselves: a request, where "需要本人签收吗" (the
     # recipient) stays the delivery veto's (a regression of session 8's veto).
