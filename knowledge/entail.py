@@ -585,6 +585,8 @@ MAX_MISSING_TERMS = 1
 class Coverage:
     terms: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    # A yes/no question's nouns the passages don't have: the thing it asks about.
+    missing_nouns: list[str] = field(default_factory=list)
 
     @property
     def share(self) -> float:
@@ -595,7 +597,7 @@ class Coverage:
         """False when the passages leave out what the question is about."""
         if not self.terms:
             return True
-        if len(self.missing) == len(self.terms):
+        if len(self.missing) == len(self.terms) or self.missing_nouns:
             return False
         return not (len(self.missing) > MAX_MISSING_TERMS and self.share <= MIN_QUESTION_COVERAGE)
 
@@ -619,11 +621,15 @@ def character_share(question: str, text: str) -> float:
     return len(wanted & _zh_chars(text)) / len(wanted) if wanted else 0.0
 
 
-def question_coverage(question: str, passages: list[str], *, numbers: bool = True) -> Coverage:
+def question_coverage(
+    question: str, passages: list[str], *, numbers: bool = True, nouns: bool = True
+) -> Coverage:
     """Which of the question's content words the passages contain (stems and the shop's
     synonyms in English, words or their characters in Chinese). Used to decide that
     a relevant-looking passage doesn't answer the question ("is the leather on your
-    boots ethically sourced?" against the boots' warranty)."""
+    boots ethically sourced?" against the boots' warranty). ``numbers=False`` leaves
+    the question's numbers out; ``nouns=False`` skips the yes/no noun rule (routing
+    keeps its bar: L2 then says it doesn't know)."""
     text = _normalise(" ".join(" ".join(passages).split()))
     stems = _tokens(text)
     chars = _zh_chars(text)
@@ -641,4 +647,31 @@ def question_coverage(question: str, passages: list[str], *, numbers: bool = Tru
         out.terms.append(word)
         if not found:
             out.missing.append(word)
+    if nouns and out.missing and is_yes_no(question) and not _TAG.search(question):
+        # "does express shipping deliver on weekends?" against the Express passage: one
+        # missing word is usually a paraphrase ("kicks in" for "qualifies"), but in a
+        # yes/no question a missing noun is the thing asked about, which the passage
+        # doesn't mention (weekends, a student discount, the USA). Not in a tag
+        # question ("free shipping kicks in at $75, right?", "…对吧？"): that states a
+        # claim in the shopper's words, which the passage corrects in its own.
+        named = ktext.specific_nouns(question)
+        out.missing_nouns = [
+            w
+            for w in out.missing
+            if w.lower() in named and not (ktext.has_cjk(w) and _zh_head(w) in chars)
+        ]
     return out
+
+
+# A question tag: the shopper states something and asks to have it confirmed.
+_TAG = re.compile(
+    r",?\s*(right|yes|correct|true|yeah|no)\s*[?？]?\s*$|(吧|对吧|是吧|对不对|是不是)\s*[?？]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _zh_head(word: str) -> str:
+    """A Chinese noun's head character, the last one before a suffix (帽子 -> 帽):
+    纯棉 is a kind of 棉, which the passage on cotton or polyester T-shirts names."""
+    stem = word[:-1] if len(word) > 1 and word[-1] in "子儿头" else word
+    return stem[-1]

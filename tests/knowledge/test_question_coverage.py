@@ -33,6 +33,41 @@ def test_a_question_about_something_the_passage_never_mentions_is_not_covered() 
     assert entail.question_coverage("can I pick up in a store", [jacket]).missing == []
 
 
+EXPRESS = "Express shipping costs $14.99 and takes 1 to 2 business days."
+
+
+def test_a_yes_no_question_about_a_thing_the_passage_never_names_is_not_covered() -> None:
+    """One missing word passes as a paraphrase, but not the noun a yes/no question is
+    about: the Express passage says nothing about weekends."""
+    weekends = entail.question_coverage("does express shipping deliver on weekends?", [EXPRESS])
+    assert weekends.missing == ["weekends"] and weekends.missing_nouns == ["weekends"]
+    assert not weekends.answers
+    # Routing keeps its bar (nouns=False): L2 gets the question and says it doesn't know.
+    assert entail.question_coverage(
+        "does express shipping deliver on weekends?", [EXPRESS], nouns=False
+    ).answers
+    # Asked what or how, the missing word may be what the answer supplies.
+    assert entail.question_coverage("how fast is express shipping on weekends?", [EXPRESS]).answers
+    # A tag question states a claim in the shopper's words; the passage corrects it.
+    tag = entail.question_coverage("express shipping kicks in fast right?", [EXPRESS])
+    assert tag.missing == ["kicks"] and tag.missing_nouns == [] and tag.answers
+    # Goods in general ("stuff") and the shopper describing themselves ("I'm Gold")
+    # are not what is asked about.
+    returns = "Items must be unworn to be returned; Gold members can also return worn items."
+    generic = entail.question_coverage("can Gold members return worn stuff?", [returns])
+    assert generic.missing == ["stuff"] and generic.answers
+    me = entail.question_coverage(
+        "我是银卡，可以退穿过的商品吗？", ["金卡会员穿过的商品也可以退。"]
+    )
+    assert me.missing == ["银卡"] and me.missing_nouns == [] and me.answers
+    # Chinese: the noun's head character in the passage counts (纯棉 is a kind of 棉).
+    shirt = "T恤可选棉或涤纶材质。"
+    assert entail.question_coverage("T恤是纯棉的吗", [shirt]).answers
+    assert not entail.question_coverage(
+        "快速配送周末送吗？", ["快速配送需要1到2个工作日。"]
+    ).answers
+
+
 def test_chinese_words_by_their_characters() -> None:
     passage = "结账时可以选择到我们的门店免费自提。"
     assert not entail.question_coverage("门店有停车场和充电桩吗", [passage]).answers
