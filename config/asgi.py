@@ -43,10 +43,12 @@ application = ProtocolTypeRouter(
 if settings.TIERDESK_WARMUP_ON_START and not settings.TESTING:
     from chatbot.services import conversation_sweep_interrupted
     from inference.warmup import warmup_start_background
+    from knowledge.text import taggers_warm
     from routing.router import router_snapshot_get
 
     # Replies that were streaming when a previous process died are cut off for good.
     conversation_sweep_interrupted()
     # The router's classifier trains from the database on first use: load it with the
-    # models, not inside the first shopper's turn.
-    warmup_start_background(preload=[router_snapshot_get])
+    # models, not inside the first shopper's turn; likewise the POS taggers that L2's
+    # yes/no coverage rule uses (knowledge.text.specific_nouns).
+    warmup_start_background(preload=[router_snapshot_get, taggers_warm])

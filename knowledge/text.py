@@ -207,6 +207,13 @@ def _en_tagger() -> Any:
     return _spacy_en
 
 
+def taggers_warm() -> None:
+    """Load spaCy's English pipeline and jieba's POS dictionary now (a few seconds on
+    2 cores): the server's warm-up calls this, so the first yes/no question of a
+    process doesn't wait for them."""
+    specific_nouns("do you offer a student discount? 你们周末发货吗")
+
+
 @lru_cache(maxsize=2048)
 def specific_nouns(question: str) -> frozenset[str]:
     """The question's nouns and names (lower-cased), leaving out words for goods in

@@ -107,3 +107,13 @@ def test_cards_sync_skips_the_introduction(settings: object) -> None:
     assert services.document_ingest(document_id=doc.pk).result == "ready"
     cards.cards_sync(document_id=doc.pk)
     assert [c.heading for c in AnswerCard.objects.filter(document=doc)] == ["Boots FAQ > Warranty"]
+
+
+def test_taggers_warm_loads_both_taggers_before_the_first_question() -> None:
+    """The server's warm-up (config/asgi.py) calls this: afterwards spaCy's English
+    pipeline is loaded and a Chinese question is tagged from jieba's loaded dictionary."""
+    from knowledge import text
+
+    text.taggers_warm()
+    assert text._spacy_en is not None
+    assert "周末" in text.specific_nouns("你们周末发货吗")
