@@ -252,19 +252,19 @@ MODEL_NICE = 10  # CPU priority of the model processes beside the web tier (docs
 L3_STANDIN_NICE = 19
 
 
-def renice(pid: int, nice: int = MODEL_NICE) -> int:
+def renice(pid: int, nice: int = MODEL_NICE, *, absolute: bool = False) -> int:
     """Lower the CPU priority of every thread of ``pid`` and its descendants by
     ``nice`` (Linux keeps a nice value per thread; threads started later inherit it).
-    Relative, not absolute: the model server runs its fallback role's threads nicer
-    than its fast role's (``TIERDESK_FALLBACK_NICE``), and that order is kept. Returns
-    how many threads were changed."""
+    Relative unless ``absolute``: the model server runs its fallback role's threads
+    nicer than its fast role's (``TIERDESK_FALLBACK_NICE``), and that order is kept.
+    Returns how many threads were changed."""
     changed = 0
     for proc in [pid, *descendants(pid)]:
         with contextlib.suppress(OSError):
             for task in Path(f"/proc/{proc}/task").iterdir():
                 with contextlib.suppress(OSError):
                     tid = int(task.name)
-                    now = os.getpriority(os.PRIO_PROCESS, tid)
+                    now = 0 if absolute else os.getpriority(os.PRIO_PROCESS, tid)
                     os.setpriority(os.PRIO_PROCESS, tid, min(19, now + nice))
                     changed += 1
     return changed
@@ -1012,6 +1012,12 @@ def main(argv: list[str] | None = None) -> int:
             if not steps:
                 continue
             os.environ["TIERDESK_ROUTING"] = routing
+            # With routing off the stand-in is the tier under test: at nice 19 any other
+            # work on the machine took its cores (2026-12-02 02:48: 56 of 75 messages
+            # unanswered at 25 sessions), which flattered the routing-off/on ratio.
+            info[f"{phase}_l3_nice"] = renice(
+                l3.pid, MODEL_NICE if routing == "l3_only" else L3_STANDIN_NICE, absolute=True
+            )
             redis_flush(env["REDIS_URL"])  # no limiter or breaker state carried over
             pool = DaphnePool(DAPHNE_PORT, daphnes, admission=admission)
             pool.start()
@@ -1161,6 +1167,9 @@ def report_build(
             "model_processes_nice": {
                 "model_server": info.get("model_server_nice"),
                 "l3_stand_in": info.get("l3_nice"),
+                "l3_stand_in_threads_by_phase": {
+                    k: v for k, v in info.items() if k.endswith("_l3_nice")
+                },
                 "why": "the models share the 2 cores with the web tier: at nice 10 they "
                 "take every idle cycle but Daphne's I/O never waits behind a decoding step; "
                 "the model server's fallback role runs TIERDESK_FALLBACK_NICE (5) nicer "

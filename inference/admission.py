@@ -30,10 +30,12 @@ With a free slot a turn is always admitted unless the tier's own recent first-ch
 time is already over the budget; even then one turn per ``TIERDESK_ADMISSION_PROBE_S``
 is let through, so the averages follow a model that got faster again. A trial that is
 cut off doubles that tier's interval (up to ``TIERDESK_ADMISSION_PROBE_MAX_S``); one that
-makes its budget sets it back. A trial the model can't win still takes the model's
-cores until its cut-off (and a model server goes on with a prompt it is reading after
-the request is closed): at one trial per 2 s, the L2 and L3 trials at 5-25 sessions
-were the likeliest reason L1 replies on an idle queue missed their budget (issue #16).
+makes its budget (or any turn the tier's model writes) sets it back; only a tier whose
+model wrote nothing in the last ``TIERDESK_ADMISSION_PROBE_MAX_S`` backs off. A trial
+the model can't win still takes the model's cores until its cut-off (and a model
+server goes on with a prompt it is reading after the request is closed): at one trial
+per 2 s, the L2 and L3 trials at 5-25 sessions took the cores the L1 replies beside them
+needed (issue #16).
 
 Counters (per process, for Prometheus and the operator console): turns that planned a
 model and how many of them degraded, per tier and reason.
@@ -113,6 +115,7 @@ class Admission:
         self.first_at: dict[tuple[str, int], deque[float]] = {}
         self.last_probe: dict[str, float] = {}
         self.probe_every: dict[str, float] = {}  # per tier, while trials keep missing
+        self.written_at: dict[str, float] = {}  # per tier, the model's last first chunk
         self.planned: Counter[str] = Counter()  # turns that planned a model, per tier
         self.degraded: Counter[tuple[str, str]] = Counter()  # (tier, reason)
 
@@ -225,8 +228,8 @@ class Admission:
         """An admitted turn showed its first chunk at ``at``; ``queue_s`` of it was
         spent waiting for a slot."""
         self._first_add(ticket, max(0.0, at - ticket.admitted_at - queue_s))
-        if ticket.probe:
-            self.probe_every.pop(ticket.tier, None)  # the model made it: trials as usual
+        self.written_at[ticket.tier] = at
+        self.probe_every.pop(ticket.tier, None)  # the model makes it: trials as usual
 
     def missed(self, ticket: Ticket, *, at: float) -> None:
         """An admitted turn hit its deadline. With a slot free at admission the time
@@ -237,10 +240,15 @@ class Admission:
         (make load, 200 sessions: 9 L3 turns cut off at 1.48 s, each admitted on the
         last ones' 1.1-1.2 s, while the model never started within its budget)."""
         self.degraded[(ticket.tier, DEADLINE)] += 1
-        if ticket.probe:
-            self.probe_every[ticket.tier] = min(
-                settings.TIERDESK_ADMISSION_PROBE_MAX_S, 2 * self.probe_interval(ticket.tier)
-            )
+        longest = settings.TIERDESK_ADMISSION_PROBE_MAX_S
+        written = self.written_at.get(ticket.tier, float("-inf"))
+        if ticket.probe and ticket.admitted_at - written > longest:
+            # Only a tier whose model wrote nothing for that long backs off. One that
+            # often makes it (L1 at 1-2 requests in flight, median just over the target)
+            # kept its 2 s trials from getting no trials at all: make load at 25
+            # sessions, 26 L1 turns in a row degraded on the prediction with backoff
+            # for every tier.
+            self.probe_every[ticket.tier] = min(longest, 2 * self.probe_interval(ticket.tier))
         if ticket.queue < ticket.slots:
             self._first_add(ticket, max(at - ticket.admitted_at, ticket.budget_ms / 1000))
 

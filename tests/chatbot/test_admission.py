@@ -170,6 +170,32 @@ def test_trials_that_keep_missing_come_less_often(settings: Any) -> None:
     ]
 
 
+def test_a_tier_whose_model_writes_keeps_its_trials(settings: Any) -> None:
+    """Backing off is for a model that wrote nothing for PROBE_MAX_S (L2, L3 on this
+    CPU). L1 at one request in flight, whose median is just over the target, made
+    it often: with backoff there it got no trials for a whole step (25 sessions: 26
+    L1 turns degraded in a row)."""
+
+    async def scenario() -> list[tuple[float, bool]]:
+        gate = admission()
+        ok = gate.admit(tier="L1", role="fast", received_at=99.0, now=99.0)
+        gate.first_chunk(ok, at=99.2, queue_s=0.0)  # the model wrote a reply
+        gate.first_ewma("L1").add(2.0)
+        gate.first_at.clear()  # the prediction is now over the budget
+        out = []
+        for at in (101.5, 103.6, 105.7):
+            ticket = gate.admit(tier="L1", role="fast", received_at=at, now=at + 0.01)
+            if ticket.admitted:
+                gate.missed(ticket, at=at + 0.38)
+            out.append((gate.probe_interval("L1"), ticket.admitted))
+        return out
+
+    settings.TIERDESK_ADMISSION_PROBE_S = 2.0
+    settings.TIERDESK_ADMISSION_PROBE_MAX_S = 20.0
+    # Each trial missed, but the model wrote 2-7 s before: trials stay 2 s apart.
+    assert asyncio.run(scenario()) == [(2.0, True), (2.0, True), (2.0, True)]
+
+
 def test_a_turn_cut_off_counts_as_its_whole_budget(settings: Any) -> None:
     """A turn admitted late (its planning took 300 ms) and cut off at 1.48 s only shows
     the model took more than 1.18 s. Counted as 1.18 s, the next turn, planned in
