@@ -18,6 +18,9 @@ HANDOFF_FILE = EVAL_DIR / "handoff.tsv"
 # A second held-out set (session 8), written by another session and first read after
 # the recogniser was final: handoff.tsv's errors had been read while revising it.
 HANDOFF_V2_FILE = EVAL_DIR / "handoff_v2.tsv"
+# A third (session 9), written on 2026-12-02 by another helper and first read after the
+# recogniser of that session was final: handoff_v2.tsv's errors had been read.
+HANDOFF_V3_FILE = EVAL_DIR / "handoff_v3.tsv"
 # The set the handoff rule was revised and the handoff scorer's threshold chosen on
 # (reported, but not a held-out figure).
 HANDOFF_DEV_FILE = EVAL_DIR / "handoff_dev.tsv"

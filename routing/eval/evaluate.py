@@ -22,6 +22,7 @@ from routing.eval.data import (  # noqa: F401  (re-exported: callers import them
     HANDOFF_DEV_FILE,
     HANDOFF_FILE,
     HANDOFF_V2_FILE,
+    HANDOFF_V3_FILE,
     HELDOUT_FILE,
     TRAIN_FILE,
     Labelled,

@@ -14,6 +14,7 @@ from routing.classifier import classifier_samples, classifier_train
 from routing.eval.evaluate import (
     HANDOFF_DEV_FILE,
     HANDOFF_V2_FILE,
+    HANDOFF_V3_FILE,
     HELDOUT_FILE,
     TRAIN_FILE,
     evaluate,
@@ -53,13 +54,14 @@ class Command(BaseCommand):
         if options["split"] == "heldout":
             handoff_items = handoff_load()
             handoff_v2 = handoff_load(HANDOFF_V2_FILE)
+            handoff_v3 = handoff_load(HANDOFF_V3_FILE)
             handoff_dev = handoff_load(HANDOFF_DEV_FILE)
             leaked = leaks(
-                heldout=[*items, *handoff_items, *handoff_v2, *handoff_dev],
+                heldout=[*items, *handoff_items, *handoff_v2, *handoff_v3, *handoff_dev],
                 training_texts=[text for text, _ in samples],
             ) + leaks(
                 # The handoff scorer's own training examples (routing/handoff.py).
-                heldout=[*handoff_items, *handoff_v2, *handoff_dev],
+                heldout=[*handoff_items, *handoff_v2, *handoff_v3, *handoff_dev],
                 training_texts=[text for text, _ in handoff_examples_load()],
             )
             if leaked:
@@ -97,7 +99,8 @@ class Command(BaseCommand):
                     "handoff.tsv, held out (its errors were read in session 7)",
                     handoff_items,
                 ),
-                ("handoff_v2", "handoff_v2.tsv, held out, first read in session 8", handoff_v2),
+                ("handoff_v3", "handoff_v3.tsv, blind, written 2026-12-02", handoff_v3),
+                ("handoff_v2", "handoff_v2.tsv, held out, read in session 8", handoff_v2),
                 (
                     "handoff_dev",
                     "handoff_dev.tsv, the rule was revised and the scorer tuned on it",
@@ -155,7 +158,7 @@ def _figures_merge(path: Path, result: dict[str, Any]) -> None:
             "heldout_complex_sent_to_l1": result["overall"]["complex_sent_to_l1"],
         }
     )
-    for key in ("handoff", "handoff_v2", "handoff_dev"):
+    for key in ("handoff", "handoff_v2", "handoff_v3", "handoff_dev"):
         handoff = result[key]
         for name in (
             "accuracy",
@@ -182,6 +185,7 @@ def _figures_merge(path: Path, result: dict[str, Any]) -> None:
         "errors": result["errors"],
         "handoff": result["handoff"],
         "handoff_v2": result["handoff_v2"],
+        "handoff_v3": result["handoff_v3"],
         "handoff_dev": {k: v for k, v in result["handoff_dev"].items() if k != "errors"},
     }
     path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
