@@ -36,6 +36,7 @@ from typing import Literal
 
 from . import text as ktext
 from .grounding import COURTESY
+from .text import is_qualified
 
 Label = Literal["entailed", "contradicted", "neutral"]
 
@@ -55,12 +56,6 @@ _NEG_EN = re.compile(
 _NEG_ZH = re.compile(r"不|没|無|无|禁止|切勿|勿|未|非|别|莫")
 # Chinese words that contain a negation character but say no "not".
 _ZH_NOT_NEG = re.compile(r"不同|不少|不错|不过(?!期)|不仅|无论|非常|并非常|不管|未来|没关系")
-_QUAL_EN = re.compile(
-    r"\b(only|except|excepting|unless|excluding|exclusively|as long as|provided that|"
-    r"but not|other than|apart from|solely|just)\b",
-    re.IGNORECASE,
-)
-_QUAL_ZH = re.compile(r"仅|只有|只能|只限|只|除了|除非|以外|之外|除外|前提|限于|唯一")
 _PARTICLE = re.compile(
     r"^\s*(?:(?P<yes>yes|yep|yeah|sure|certainly|of course|absolutely|correct|right|"
     r"是的|是|可以|对|会|有|当然)"
@@ -290,11 +285,6 @@ def _un_words(text: str) -> set[str]:
     for word in re.findall(r"\b(?:un|non-?)([a-z]{3,})\b", text.lower()):
         out.update(ktext.index_tokens(word))
     return out
-
-
-def is_qualified(text: str) -> bool:
-    """The text states an exception or a limit ("only", "unless", 仅, 除非)."""
-    return bool(_QUAL_EN.search(text) or _QUAL_ZH.search(text))
 
 
 # Words a shop's answers use interchangeably (stems, as ``ktext.index_tokens`` makes

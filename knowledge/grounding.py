@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import text as ktext
+from .text import is_qualified
 
 MIN_SUPPORT = 0.7
 # Claims are cut at semicolons too (ktext.SENTENCE_OR_CLAUSE); the refusal is the
@@ -155,8 +156,6 @@ def _with_exceptions(picked: list[int], sentences: list[str]) -> list[int]:
     a rule quoted without its exception is a false statement, whatever the length cap
     says. The question's words need not be in it ("两年内什么都免费修，皮夹克也行吧？"
     shares no word with "皮革"), which is why it was left out."""
-    from .entail import is_qualified
-
     out = set(picked)
     for i in picked:
         after = sentences[i + 1] if i + 1 < len(sentences) else ""

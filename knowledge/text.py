@@ -299,3 +299,18 @@ def sentences(text: str, *, clauses: bool = False) -> list[str]:
 
 def is_refusal(sentence: str) -> bool:
     return bool(REFUSAL.search(sentence))
+
+
+# Words that state an exception or a limit. Here, not in entail.py, because the
+# extract builder (grounding.py) needs it too and entail.py imports grounding.py.
+_QUAL_EN = re.compile(
+    r"\b(only|except|excepting|unless|excluding|exclusively|as long as|provided that|"
+    r"but not|other than|apart from|solely|just)\b",
+    re.IGNORECASE,
+)
+_QUAL_ZH = re.compile(r"仅|只有|只能|只限|只|除了|除非|以外|之外|除外|前提|限于|唯一")
+
+
+def is_qualified(text: str) -> bool:
+    """The text states an exception or a limit ("only", "unless", 仅, 除非)."""
+    return bool(_QUAL_EN.search(text) or _QUAL_ZH.search(text))
