@@ -228,6 +228,16 @@ def test_the_agent_themselves_is_no_parcel_recipient() -> None:
     assert handoff_remainder(text_normalise("需要本人签收吗"))[1] == ["delivery_or_pickup"]
 
 
+def test_talking_to_a_real_or_human_agent_is_not_read_as_what_an_agent_said() -> None:
+    # "X说" is "X said" (a report), but 和/跟 + 真人客服/人工客服 + 说 asks to talk to
+    # them: the "said" veto once read "我要和真人客服说" from its 客服 (session 9).
+    for text in ("我要和真人客服说", "我要和人工客服说"):
+        assert handoff_remainder(text_normalise(text)) == (text, []), text
+        assert route_message(text=text, language="zh").intent == HANDOFF, text
+    for text in ("真人客服说会退款", "人工客服说可以退款"):
+        assert handoff_remainder(text_normalise(text))[1] == ["reports_or_compares"], text
+
+
 def test_every_request_in_the_examples_and_the_dev_set_reaches_the_recogniser() -> None:
     # The cue regex keeps messages that name no person off the scorer; it must not
     # keep a request off.
