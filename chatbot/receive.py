@@ -103,6 +103,15 @@ async def hello_frame(*, connection: Connection, bot: BotSession) -> dict[str, A
         conversation_id=connection.conversation_id
     )
     handoff = await in_db_thread(handoff_status)(conversation_id=connection.conversation_id)
+    # A conversation's language is known once the shopper has written; before that the
+    # widget keeps the page's (a new conversation's stored default says nothing).
+    language = (
+        await in_db_thread(selectors.conversation_language)(
+            conversation_id=connection.conversation_id
+        )
+        if history
+        else None
+    )
     return {
         "type": "hello",
         "session": connection.session_key,
@@ -112,6 +121,7 @@ async def hello_frame(*, connection: Connection, bot: BotSession) -> dict[str, A
         "rating": score,
         # Human handoff: queued (place, wait) or claimed (the person's name); else None.
         "handoff": handoff,
+        "language": language,
         "limits": {
             "max_message_chars": settings.TIERDESK_MAX_MESSAGE_CHARS,
             "max_frame_bytes": settings.TIERDESK_MAX_FRAME_BYTES,

@@ -141,6 +141,10 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[AnswerPlan, int
     ctx.state.pop(DISLIKED_KEY, None)
     _release_apply(plan, assignment.config)
     handoff_frame = _handoff_apply(conversation_id, ctx, plan)
+    if handoff_frame is not None:
+        # The widget writes its queue line and ticket form in the conversation's
+        # language, which may not be the page's (a Chinese shopper on an English shop).
+        handoff_frame["language"] = ctx.language
     conversation.state = ctx.state
     # The language is the stored messages' (message_store), not this turn's guess.
     fields = ["state", "updated_at"]

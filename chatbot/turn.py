@@ -101,6 +101,8 @@ async def turn_stream(
             "guard": reply.guard,
             "citations": plan.cited(),
             "actions": plan.actions,
+            # The reply's language: the widget labels its buttons in it (docs/i18n.md).
+            "language": plan.language,
             # Set when the reply explains a failure (e.g. the order system is down).
             "error": plan.error_code or None,
             # Set when the model couldn't start within the tier's budget: the reply is

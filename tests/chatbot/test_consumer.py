@@ -263,3 +263,21 @@ async def test_chat_never_waits_for_channels_thread_sensitive_thread(seeded_shop
         await held
     await first.disconnect()
     await second.disconnect()
+
+
+async def test_hello_and_done_say_the_conversation_language(
+    seeded_shop: None, fake_models: Any
+) -> None:
+    """The widget labels its buttons and forms in the conversation's language, not the
+    page's: a new conversation has none yet, a Chinese one says ``zh`` on every reply
+    and again after a reload."""
+    comm, hello = await connect()
+    assert hello["language"] is None
+    await send(comm, "你好，我的订单什么时候到？", "z1")
+    await comm.receive_json_from()
+    _, done = await until_done(comm)
+    assert done["language"] == "zh"
+    await comm.disconnect()
+    comm2, hello2 = await connect(session=hello["session"])
+    assert hello2["language"] == "zh"
+    await comm2.disconnect()

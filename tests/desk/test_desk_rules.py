@@ -165,7 +165,9 @@ async def test_nobody_online_ticket_is_stored_emailed_and_answered(
     await send(shopper, "can I talk to a real person?", "t1")
     frames = await frames_until_end(shopper)
     handoff = [f for f in frames if f["type"] == "handoff"]
-    assert handoff == [{"type": "handoff", "status": "unavailable", "reason": "nobody_online"}]
+    assert handoff == [
+        {"type": "handoff", "status": "unavailable", "reason": "nobody_online", "language": "en"}
+    ]
     assert "nobody from our support team is online" in shown(frames)
     assert await Conversation.objects.filter(handoff="queued").acount() == 0
     await shopper.disconnect()
@@ -232,6 +234,7 @@ async def test_nobody_online_fills_the_ticket_email_only_for_a_signed_in_shopper
             "status": "unavailable",
             "reason": "nobody_online",
             "email": "james.li4495@example.com",
+            "language": "en",
         }
     ]
     await signed_in.close()
@@ -293,8 +296,12 @@ async def test_outside_business_hours_the_bot_offers_a_ticket(
         shopper, _ = await connect()
         await send(shopper, "人工客服", "c1")
         frames = await frames_until_end(shopper)
-        assert {"type": "handoff", "status": "unavailable", "reason": "closed"} in frames
+        # In the shopper's language, whatever the page's: the widget's ticket form and
+        # buttons follow it (docs/i18n.md).
+        unavailable = {"type": "handoff", "status": "unavailable", "reason": "closed"}
+        assert {**unavailable, "language": "zh"} in frames
         assert "工作时间" in shown(frames)
+        assert [f["language"] for f in frames if f["type"] == "done"] == ["zh"]
         await shopper.disconnect()
 
 

@@ -382,9 +382,18 @@
 
     // --- DOM --------------------------------------------------------------------------
 
+    // The conversation's language once the server has said it (hello, done, handoff), else
+    // the widget's lang attribute, else the page's: a Chinese shopper on an English shop
+    // gets Chinese buttons and forms next to the Chinese replies.
     get _t() {
-      const lang = (this.getAttribute("lang") || document.documentElement.lang || "en").toLowerCase();
+      const lang = (this._convLang || this.getAttribute("lang") || document.documentElement.lang || "en").toLowerCase();
       return lang.startsWith("zh") ? STRINGS.zh : STRINGS.en;
+    }
+
+    _setLanguage(language) {
+      if (typeof language !== "string" || !language || language === this._convLang) return;
+      this._convLang = language;
+      this._label();
     }
 
     _build() {
@@ -866,6 +875,7 @@
       this._pumpTimer = null;
       this._bot = null;
       this._log.removeAttribute("aria-busy");
+      this._setLanguage(f.language);
       this._renderLog(Array.isArray(f.history) ? f.history : [], f.rating);
       this._onHandoff(f.handoff || { status: "none" }, { quiet: true });
       this._setState("open");
@@ -1045,6 +1055,7 @@
           return;
         }
         case "done": {
+          this._setLanguage(op.language);
           this._ensureBot();
           const b = this._finishBot(op.status || "complete");
           if (op.message_id != null) b.setAttribute("data-message-id", String(op.message_id));
@@ -1129,6 +1140,7 @@
     }
 
     _onHandoff(f, { quiet = false } = {}) {
+      this._setLanguage(f.language);
       const t = this._t;
       const was = this._handoff;
       this._handoff = f.status;
