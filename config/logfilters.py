@@ -20,3 +20,18 @@ class PermissionDeniedOneLine(logging.Filter):
             record.exc_info = None
             record.exc_text = None
         return True
+
+
+class NotReadyQuiet(logging.Filter):
+    """A readiness probe's 503 while the process warms up is not an error.
+
+    ``/readyz`` answers 503 until the models are loaded and warmed (minutes on a first
+    start); ``make run``, systemd and load balancers poll it every second, and Django
+    logged each poll as ``ERROR django.request Service Unavailable: /readyz``, a page of
+    errors in front of the operator for a start that is going as it should. Only that
+    one response is dropped: a 503 anywhere else, or any other status, is logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request = getattr(record, "request", None)
+        path = getattr(request, "path", "")
+        return not (getattr(record, "status_code", None) == 503 and path == "/readyz")

@@ -239,15 +239,19 @@ LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "filters": {"denied_one_line": {"()": "config.logfilters.PermissionDeniedOneLine"}},
+    "filters": {
+        "denied_one_line": {"()": "config.logfilters.PermissionDeniedOneLine"},
+        "not_ready_quiet": {"()": "config.logfilters.NotReadyQuiet"},
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("TIERDESK_LOG_LEVEL", "INFO")},
     # Daphne logs every connect/disconnect at INFO; under load that is the bottleneck.
-    # A 403 is one line in the log, not a traceback (config/logfilters.py).
+    # A 403 is one line in the log, not a traceback; /readyz's 503 during warm-up is not
+    # logged at all (config/logfilters.py).
     "loggers": {
         "daphne": {"level": "WARNING"},
         "django.channels.server": {"level": "WARNING"},
-        "django.request": {"filters": ["denied_one_line"]},
+        "django.request": {"filters": ["denied_one_line", "not_ready_quiet"]},
         # httpx logs every request (each model call to the model server) at INFO.
         "httpx": {"level": "WARNING"},
     },

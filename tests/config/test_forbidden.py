@@ -30,3 +30,33 @@ def test_denied_operator_console_is_a_page_and_one_log_line(
     # The configured handler prints it as one line: no traceback attached.
     assert denied[0].exc_info is None
     assert "\n" not in handler.format(denied[0])
+
+
+def test_readiness_503_while_warming_up_is_not_logged_as_an_error(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``make run`` polls /readyz every second during a warm-up of minutes; each 503 was
+    an ``ERROR django.request`` line. It is expected, so it is dropped; a 503 from any
+    other page still is logged."""
+    from django.http import HttpResponse
+
+    from inference.warmup import Readiness
+
+    monkeypatch.setattr("config.views.READINESS", Readiness())  # not ready yet
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        response = Client().get("/readyz")
+    assert response.status_code == 503 and response.json()["ready"] is False
+    assert [r for r in caplog.records if r.name == "django.request"] == []
+
+    from django.utils.log import log_response
+
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        other = Client().get("/healthz")
+        log_response(
+            "Service Unavailable: %s",
+            "/healthz",
+            response=HttpResponse(status=503),
+            request=other.wsgi_request,
+        )
+    logged = [r for r in caplog.records if r.name == "django.request"]
+    assert len(logged) == 1 and logged[0].levelno == logging.ERROR
