@@ -76,11 +76,13 @@ def session_budget(*, conversation_id: int, now: datetime | None = None) -> Sess
     return SessionBudget(total, budget, window_s, tripped, clears_at)
 
 
-def session_status(*, conversation_id: int) -> SessionStatus:
-    """VIP flag and token budget for one turn (one worker-thread hop)."""
+def session_status(*, conversation_id: int, vip: bool | None = None) -> SessionStatus:
+    """VIP flag and token budget for one turn (one worker-thread hop). ``vip``: the
+    caller has the conversation row already (the turn's planning), so it isn't read."""
     from .models import Conversation
 
-    vip = bool(
-        Conversation.objects.filter(pk=conversation_id).values_list("vip", flat=True).first()
-    )
+    if vip is None:
+        vip = bool(
+            Conversation.objects.filter(pk=conversation_id).values_list("vip", flat=True).first()
+        )
     return SessionStatus(vip=vip, budget=session_budget(conversation_id=conversation_id))

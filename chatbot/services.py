@@ -116,8 +116,11 @@ def message_store(*, conversation_id: int, client_id: str, text: str) -> tuple[M
 
 def turn_plan(*, conversation_id: int, message_id: int) -> tuple[AnswerPlan, int]:
     """Decide the reply for a stored message and create its (streaming) reply row."""
-    conversation = Conversation.objects.get(pk=conversation_id)
-    message = Message.objects.get(pk=message_id, conversation_id=conversation_id)
+    # One query for both rows (the message's conversation is the turn's).
+    message = Message.objects.select_related("conversation").get(
+        pk=message_id, conversation_id=conversation_id
+    )
+    conversation = message.conversation
     # Gray release: the session's sticky variant decides the configuration of this turn.
     assignment = release_assign(session=str(conversation.public_id))
     ctx = TurnContext(
@@ -182,7 +185,17 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[AnswerPlan, int
     if plan.generation is not None:
         # Read here, in the planning thread, rather than in a thread hop of its own
         # between the plan and the model call (issue #16: first-chunk overhead).
-        plan.session = session_status(conversation_id=conversation_id)
+        plan.session = session_status(conversation_id=conversation_id, vip=conversation.vip)
+    # What the release metrics need of the reply row, so that storing the reply doesn't
+    # read it back (reply_metrics_record).
+    plan.reply_row = {
+        "tier": reply.tier,
+        "variant": reply.variant,
+        "release_id": reply.release_id,
+        "reply_to__text": message.text,
+        "intent": reply.intent,
+        "route_reason": reply.route_reason,
+    }
     return plan, reply.pk
 
 
@@ -257,6 +270,7 @@ def reply_finish(
     first_chunk_ms: float | None = None,
     total_ms: float | None = None,
     metadata: dict[str, Any] | None = None,
+    reply_row: dict[str, Any] | None = None,
 ) -> None:
     # The same facts go to the reply row and to the release's per-minute metrics.
     facts: dict[str, Any] = {
@@ -273,7 +287,7 @@ def reply_finish(
     )
     # Per-minute release metrics. Never at the reply's expense: the reply is stored.
     try:
-        reply_metrics_record(reply_id=reply_id, **facts)
+        reply_metrics_record(reply_id=reply_id, reply_row=reply_row, **facts)
     except Exception:
         logger.exception("could not record the metrics of reply %s", reply_id)
 
@@ -288,8 +302,11 @@ def reply_metrics_record(
     completion_tokens: int,
     first_chunk_ms: float | None,
     metadata: dict[str, Any],
+    reply_row: dict[str, Any] | None = None,
 ) -> None:
-    row = (
+    """``reply_row``: the reply row's routing and release fields, as ``turn_plan`` wrote
+    them (read from the row when not given)."""
+    row = reply_row or (
         Message.objects.filter(pk=reply_id)
         .values("tier", "variant", "release_id", "reply_to__text", "intent", "route_reason")
         .first()

@@ -294,4 +294,5 @@ async def _store(
         first_chunk_ms=reply.first_chunk_ms,
         total_ms=round((time.perf_counter() - received_at) * 1000, 1),
         metadata=metadata,
+        reply_row=plan.reply_row,
     )

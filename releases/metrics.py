@@ -8,17 +8,28 @@ window's p50/p95 is read from merged minutes (within one bucket, i.e. about 5%).
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import logging
 import math
+import os
 import re
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import (
+    DatabaseError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connections,
+    transaction,
+)
 
 from routing.types import HANDOFF as HANDOFF_INTENT
 
@@ -179,9 +190,182 @@ class ReplyFacts:
     route_reason: dict[str, Any] = field(default_factory=dict)
 
 
-def reply_record(facts: ReplyFacts, *, at: datetime | None = None) -> None:
-    """Add one finished reply to its minute (the release clock's minute)."""
-    minute = clock.minute_floor(at or clock.now())
+@dataclass
+class ReplyCounts:
+    """What replies add to a minute row: one reply's, or several summed (the buffer)."""
+
+    replies: int = 0
+    errors: int = 0
+    fallbacks: int = 0
+    handoffs: int = 0
+    model_turns: int = 0
+    degraded: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    baseline_cost: float = 0.0
+    latency_count: int = 0
+    latency_sum_ms: float = 0.0
+    hist: list[int] = field(default_factory=lambda: [0] * HIST_SIZE)
+
+    def merge(self, other: ReplyCounts) -> None:
+        _sum_into(self, other, (*REPLY_SUMS, "latency_count", "latency_sum_ms"))
+        self.hist = hist_merge([self.hist, other.hist])
+
+    def apply(self, row: MetricMinute) -> None:
+        _sum_into(row, self, REPLY_SUMS)
+        if self.latency_count:
+            _sum_into(row, self, ("latency_count", "latency_sum_ms"))
+            row.latency_hist = hist_merge([list(row.latency_hist or []), self.hist])
+
+
+# The counts a reply adds, summed alike in the buffer, the minute row and a window.
+REPLY_SUMS = (
+    "replies",
+    "errors",
+    "fallbacks",
+    "handoffs",
+    "model_turns",
+    "degraded",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "baseline_cost",
+)
+
+
+def _sum_into(target: Any, source: Any, names: Iterable[str]) -> None:
+    for name in names:
+        setattr(target, name, getattr(target, name) + getattr(source, name))
+
+
+# (minute, release id, variant, tier): one MetricMinute row.
+MinuteKey = tuple[datetime, int | None, str, str]
+
+
+class ReplyBuffer:
+    """Reply counts of this process not yet in their minute rows, flushed every
+    ``TIERDESK_METRICS_FLUSH_S`` by a thread of its own (issue #16).
+
+    Written per reply, the minute row was a locked read-modify-write that every reply of
+    the same tier and minute queued for, in every process: at 200 sessions 31% of the
+    chat's database threads' samples. Buffered, a reply costs a dict update, and each
+    interval writes each (minute, release, variant, tier) once. Replies keep their own
+    minute, so a late flush still counts them where they belong.
+
+    What can be lost: a process killed with SIGKILL (or a power cut) loses the counts of
+    its last interval; a normal exit (SIGTERM, SIGINT) flushes them at exit. A flush
+    that fails because the database is unreachable keeps its counts for the next one;
+    one that fails on the data itself (its release was deleted) is logged and dropped.
+    The window reads (guardrails, console, Prometheus) see a reply up to one interval
+    late; the guardrails compare minutes and tick every TIERDESK_RELEASE_TICK_S (60 s).
+    """
+
+    def __init__(self, *, thread: bool = True) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[MinuteKey, ReplyCounts] = {}
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        # Without a thread only ``flush`` writes (tests).
+        self._threaded = thread
+
+    def add(self, key: MinuteKey, counts: ReplyCounts) -> None:
+        with self._lock:
+            self._merge(key, counts)
+            if self._thread is None and self._threaded:
+                self._thread = threading.Thread(target=self._run, name="metrics-flush", daemon=True)
+                self._thread.start()
+
+    def pending(self) -> int:
+        """Replies counted here and not yet written."""
+        with self._lock:
+            return sum(c.replies for c in self._pending.values())
+
+    def flush(self) -> int:
+        """Write what is pending, one transaction per minute row; returns the replies
+        written."""
+        with self._lock:
+            batch, self._pending = list(self._pending.items()), {}
+        written = 0
+        for i, (key, counts) in enumerate(batch):
+            minute, release_id, variant, tier = key
+            try:
+                _minute_update(
+                    minute=minute,
+                    release_id=release_id,
+                    variant=variant,
+                    tier=tier,
+                    apply=counts.apply,
+                )
+            except (OperationalError, InterfaceError):
+                # The database is away: keep this row's counts and the rest for the next
+                # flush (a row whose transaction failed was not written).
+                logger.warning("release metrics not flushed, kept for the next try", exc_info=True)
+                with self._lock:
+                    for key_left, left in batch[i:]:
+                        self._merge(key_left, left)
+                break
+            except DatabaseError:
+                logger.exception("release metrics of %s dropped (%s replies)", key, counts.replies)
+            else:
+                written += counts.replies
+        return written
+
+    def _merge(self, key: MinuteKey, counts: ReplyCounts) -> None:
+        pending = self._pending.get(key)
+        if pending is None:
+            self._pending[key] = counts
+        else:
+            pending.merge(counts)
+
+    def _run(self) -> None:
+        while not self._stop.wait(max(0.1, settings.TIERDESK_METRICS_FLUSH_S)):
+            # A thread that lives as long as the process: its connection must not outlive
+            # CONN_MAX_AGE or a database restart (as channels does around each call).
+            close_old_connections()
+            try:
+                self.flush()
+            except Exception:  # the thread must outlive any one bad flush
+                logger.exception("release metrics flush failed")
+            finally:
+                close_old_connections()
+        connections.close_all()  # this thread's connection
+
+    def stop(self) -> None:
+        """End the flush thread (after one last flush) and close its connection."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._stop.set()
+            thread.join()
+            self._stop.clear()
+        self.flush()
+
+    def reset(self) -> None:
+        """A forked child starts empty, without the parent's thread (Celery prefork)."""
+        self._lock = threading.Lock()
+        self._pending = {}
+        self._thread = None
+        self._stop = threading.Event()
+
+
+REPLY_BUFFER = ReplyBuffer()
+os.register_at_fork(after_in_child=REPLY_BUFFER.reset)
+
+
+@atexit.register
+def metrics_flush() -> int:
+    """Write this process's buffered reply counts now (at exit, and for tests and
+    readers in this process that must see every reply). Returns the replies written."""
+    try:
+        return REPLY_BUFFER.flush()
+    except Exception:
+        logger.exception("release metrics flush failed")
+        return 0
+
+
+def reply_counts(facts: ReplyFacts) -> tuple[ReplyCounts, bool, bool, bool]:
+    """One reply's counts, and whether it was an error, a fallback, a handoff request."""
     error = is_error(facts.status, facts.metadata)
     fallback = bool(facts.metadata.get("fallback"))
     handoff = handoff_requested(intent=facts.intent, route_reason=facts.route_reason)
@@ -197,33 +381,50 @@ def reply_record(facts: ReplyFacts, *, at: datetime | None = None) -> None:
         ),
         max(facts.completion_tokens, estimate_tokens(facts.text)),
     )
-
-    def apply(row: MetricMinute) -> None:
-        row.replies += 1
-        row.errors += int(error)
-        row.fallbacks += int(fallback)
-        row.handoffs += int(handoff)
-        row.model_turns += int(bool(facts.metadata.get("model_planned")))
-        row.degraded += int(bool(facts.metadata.get("degraded")))
-        row.prompt_tokens += facts.prompt_tokens
-        row.completion_tokens += facts.completion_tokens
-        row.cost += cost
-        row.baseline_cost += baseline
-        if facts.first_chunk_ms is not None:
-            row.latency_count += 1
-            row.latency_sum_ms += facts.first_chunk_ms
-            row.latency_hist = hist_add(list(row.latency_hist or []), facts.first_chunk_ms)
-
-    _minute_update(
-        minute=minute,
-        release_id=facts.release_id,
-        variant=facts.variant,
-        tier=facts.tier,
-        apply=apply,
+    counts = ReplyCounts(
+        replies=1,
+        errors=int(error),
+        fallbacks=int(fallback),
+        handoffs=int(handoff),
+        model_turns=int(bool(facts.metadata.get("model_planned"))),
+        degraded=int(bool(facts.metadata.get("degraded"))),
+        prompt_tokens=facts.prompt_tokens,
+        completion_tokens=facts.completion_tokens,
+        cost=cost,
+        baseline_cost=baseline,
     )
+    if facts.first_chunk_ms is not None:
+        counts.latency_count = 1
+        counts.latency_sum_ms = facts.first_chunk_ms
+        counts.hist = hist_add(counts.hist, facts.first_chunk_ms)
+    return counts, error, fallback, handoff
+
+
+def reply_record(facts: ReplyFacts, *, at: datetime | None = None) -> None:
+    """Add one finished reply to its minute (the release clock's minute): buffered in
+    this process when ``TIERDESK_METRICS_FLUSH_S`` > 0 (``ReplyBuffer``), else written
+    at once."""
+    minute = clock.minute_floor(at or clock.now())
+    counts, error, fallback, handoff = reply_counts(facts)
+    key: MinuteKey = (minute, facts.release_id, facts.variant, facts.tier or "none")
+    if settings.TIERDESK_METRICS_FLUSH_S > 0:
+        REPLY_BUFFER.add(key, counts)
+    else:
+        _minute_update(
+            minute=minute,
+            release_id=facts.release_id,
+            variant=facts.variant,
+            tier=facts.tier,
+            apply=counts.apply,
+        )
     for observe in OBSERVERS.reply:
         observe(
-            facts, error=error, fallback=fallback, handoff=handoff, cost=cost, baseline=baseline
+            facts,
+            error=error,
+            fallback=fallback,
+            handoff=handoff,
+            cost=counts.cost,
+            baseline=counts.baseline_cost,
         )
 
 
@@ -273,18 +474,7 @@ class Window:
     hist: list[int] = field(default_factory=lambda: [0] * HIST_SIZE)
 
     def add(self, row: MetricMinute) -> None:
-        self.replies += row.replies
-        self.errors += row.errors
-        self.fallbacks += row.fallbacks
-        self.handoffs += row.handoffs
-        self.prompt_tokens += row.prompt_tokens
-        self.completion_tokens += row.completion_tokens
-        self.cost += row.cost
-        self.baseline_cost += row.baseline_cost
-        self.ratings += row.ratings
-        self.satisfied += row.satisfied
-        self.model_turns += row.model_turns
-        self.degraded += row.degraded
+        _sum_into(self, row, (*REPLY_SUMS, "ratings", "satisfied"))
         self.hist = hist_merge([self.hist, list(row.latency_hist or [])])
 
     @property

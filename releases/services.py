@@ -36,7 +36,7 @@ from .guardrails import (
     status_at,
     streaks_update,
 )
-from .metrics import window_by_tier, window_read
+from .metrics import metrics_flush, window_by_tier, window_read
 from .models import CANDIDATE, STABLE, GuardrailDecision, Release, ReleaseEvent
 
 logger = logging.getLogger(__name__)
@@ -495,6 +495,10 @@ def release_tick(*, now: datetime | None = None) -> dict[str, Any]:
 
 def release_check(*, release_id: int, now: datetime | None = None) -> dict[str, Any]:
     now = now or clock.now()
+    # This process's buffered replies first (releases.metrics.ReplyBuffer): nothing in a
+    # worker, but a process that serves replies and checks, like releases_demo, must
+    # count its own. Other processes' replies arrive within TIERDESK_METRICS_FLUSH_S.
+    metrics_flush()
     stable = (
         baseline_ensure()
         if not Release.objects.filter(is_stable=True).exists()

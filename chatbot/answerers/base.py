@@ -115,6 +115,9 @@ class AnswerPlan:
     # VIP and token budget for the model queue, read while planning (same thread hop):
     # None reads them when the model is asked.
     session: SessionStatus | None = None
+    # The reply row's routing and release fields for the release metrics, set by
+    # ``services.turn_plan`` when it writes the row (None: read back from the row).
+    reply_row: dict[str, Any] | None = None
 
     def cited(self) -> list[dict[str, Any]]:
         """The passages the answer is written from (the ``done`` frame's citations)."""

@@ -774,6 +774,13 @@ TIERDESK_COST_BASELINE_PROMPT_TOKENS = env_int("TIERDESK_COST_BASELINE_PROMPT_TO
 # operators. The recent-window gauges cover this many minutes.
 TIERDESK_METRICS_TOKEN = env_str("TIERDESK_METRICS_TOKEN", "")
 TIERDESK_METRICS_PROM_WINDOW_MIN = env_int("TIERDESK_METRICS_PROM_WINDOW_MIN", 5)
+# Each process adds its finished replies to the per-minute release metrics every this
+# many seconds (releases.metrics.ReplyBuffer: one write per minute row, not a locked row
+# update per reply; a SIGKILLed process loses its last interval). 0 writes every reply at
+# once, as the test suite does so that a reply is in its row when the test reads it.
+TIERDESK_METRICS_FLUSH_S = env_float(
+    "TIERDESK_METRICS_FLUSH_S", 0.0 if TIERDESK_ENV == "test" else 5.0
+)
 
 # --- behavioural bot check (issue #7, docs/botcheck.md) -------------------------------------
 # off: no check. monitor: score and store, refuse nothing. challenge: ask suspicious
