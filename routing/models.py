@@ -35,6 +35,8 @@ class Intent(models.Model):
     # without losing its utterances and templates.
     enabled = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # See Rule.seed_hash.
+    seed_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["name"]
@@ -66,6 +68,8 @@ class ReplyTemplate(models.Model):
     key = models.SlugField(max_length=64, help_text='e.g. "default", "pending", "confirm".')
     language = models.CharField(max_length=8, choices=LANGUAGE_CHOICES)
     text = models.TextField(help_text="str.format placeholders, e.g. {order_id} {status}.")
+    # See Rule.seed_hash.
+    seed_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["intent_id", "key", "language"]
@@ -105,6 +109,8 @@ class SlotPattern(models.Model):
         help_text="Only extract for this intent; empty means every message.",
     )
     enabled = models.BooleanField(default=True)
+    # See Rule.seed_hash.
+    seed_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["name", "id"]
@@ -151,6 +157,10 @@ class Rule(models.Model):
         default=list, blank=True, help_text='e.g. ["en"]; empty means every language.'
     )
     enabled = models.BooleanField(default=True)
+    # The seed this row came from (routing/seed.py): a hash of the values the seed
+    # wrote, so an upgrade can tell an untouched row (updated to the new seed) from one
+    # a support admin edited (kept). Empty: not seeded, or seeded before this existed.
+    seed_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["priority", "name"]

@@ -1,31 +1,61 @@
-"""Seed the reply templates from routing/seed_data/templates.json (only missing rows)."""
+"""Seed the reply templates from routing/seed_data/templates.json: missing rows are
+created, untouched ones follow the shipped text, admin edits are kept and reported
+(the rules of routing/seed.py)."""
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 from django.db import transaction
 
 from .models import Intent, ReplyTemplate
+from .seed import SeedPlan, SeedReport
 from .templates import reset_template_cache, seed_templates
+from .versioning import router_version_bump
 
 
 @transaction.atomic
-def templates_seed() -> dict[str, int]:
-    created = 0
-    for intent_name, keys in seed_templates().items():
-        intent, _ = Intent.objects.get_or_create(
-            name=intent_name,
+def templates_seed(
+    *, reset: Collection[str] = (), report: SeedReport | None = None
+) -> dict[str, int]:
+    """Returns how many templates were created. ``reset`` and ``report``: as for
+    ``routing.seed.intents_seed``."""
+    own_report = report is None
+    report = report or SeedReport()
+    intents = {i.name: i for i in Intent.objects.all()}
+    for intent_name in seed_templates():
+        if intent_name not in intents:
             # "dialogue" holds shared texts (ask for identity, clarify...): no
             # utterances, so the classifier never predicts it.
-            defaults={"tier": "clarify", "description": "Shared dialogue texts", "enabled": False},
-        )
-        existing = set(ReplyTemplate.objects.filter(intent=intent).values_list("key", "language"))
-        rows = [
-            ReplyTemplate(intent=intent, key=key, language=lang, text=text)
-            for key, langs in keys.items()
-            for lang, text in langs.items()
-            if (key, lang) not in existing
-        ]
-        ReplyTemplate.objects.bulk_create(rows)
-        created += len(rows)
+            intents[intent_name] = Intent.objects.create(
+                name=intent_name,
+                tier="clarify",
+                description="Shared dialogue texts",
+                enabled=False,
+            )
+    existing = {
+        (t.intent.name, t.key, t.language): t
+        for t in ReplyTemplate.objects.select_related("intent")
+    }
+    plan: SeedPlan[ReplyTemplate] = SeedPlan(
+        "template", ["text"], lambda row: {"text": row.text}, _text_assign, report, reset
+    )
+    for intent_name, keys in seed_templates().items():
+        for key, languages in keys.items():
+            for language, text in languages.items():
+                row = existing.get((intent_name, key, language))
+                new = ReplyTemplate(intent=intents[intent_name], key=key, language=language)
+                plan.row(f"{intent_name}.{key}.{language}", row, {"text": text}, new)
+    if plan.save(ReplyTemplate):
+        # Other processes notice the version; this one forgets its rows at once and
+        # again when the change is visible to its other connections.
+        router_version_bump()
+        transaction.on_commit(reset_template_cache)
     reset_template_cache()
-    return {"templates_created": created}
+    if own_report:
+        report.log()
+    return {"templates_created": report.created["template"]}
+
+
+def _text_assign(row: ReplyTemplate, values: dict[str, str]) -> None:
+    row.text = values["text"]

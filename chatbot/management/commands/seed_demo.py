@@ -1,7 +1,8 @@
 """Seed the demo shop: orders, intents, templates and the knowledge base.
 
-Idempotent: run it as often as you like; it creates only what is missing and never
-overwrites what support admins edited.
+Idempotent: run it as often as you like; it creates what is missing, brings the router
+rows nobody edited up to this release's seed and never overwrites what support admins
+edited (routing/seed.py).
 """
 
 from __future__ import annotations

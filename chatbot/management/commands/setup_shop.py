@@ -1,7 +1,8 @@
 """A new shop's first day: the superuser, the staff groups, and the default intents,
 rules and reply templates in English and Chinese. No demo shoppers, orders or
-knowledge base (that is ``seed_demo``). Idempotent: it creates only what is missing
-and never overwrites what support admins edited.
+knowledge base (that is ``seed_demo``). Idempotent: it creates what is missing, brings
+the router rows nobody edited up to this release's seed and never overwrites what
+support admins edited (routing/seed.py).
 
     manage.py setup_shop                  # asks for the superuser
     manage.py setup_shop --noinput        # the superuser from DJANGO_SUPERUSER_USERNAME,
