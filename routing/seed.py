@@ -14,9 +14,9 @@ each seed, for each shipped row:
   updated to the shipped values (a fixed regex, a reworded template);
 - edited in the admin since it was seeded: kept, and reported (``SeedReport.log``);
 - from before seed hashes existed (empty ``seed_hash``): equal to the shipped seed,
-  it adopts the hash; otherwise nothing tells an admin's edit from an older release's
-  seed, so it is kept and reported, and ``manage.py router_seed --reset NAME`` takes
-  the shipped version.
+  it adopts the hash; equal to what an earlier release shipped (``seed_history``), it
+  is updated; otherwise it is kept and reported (an admin's edit, as far as anything
+  can tell), and ``manage.py router_seed --reset NAME`` takes the shipped version.
 
 A seed row deleted in the admin is created again (disable it instead); a row a
 release stops shipping is left as it is.
@@ -59,6 +59,39 @@ def seed_intents_data() -> list[dict[str, Any]]:
 def seed_rules_data() -> dict[str, Any]:
     data: dict[str, Any] = json.loads((SEED_DIR / "rules.json").read_text(encoding="utf-8"))
     return data
+
+
+@cache
+def seed_history() -> dict[str, frozenset[str]]:
+    """label -> the hashes of every value the seed files shipped before seed hashes
+    existed (seed_data/seed_history.json, written once by scripts/seed_history.py from
+    the files' git history up to migration 0007). A row without a seed hash whose
+    values are one of these is an older release's seed nobody edited."""
+    path = SEED_DIR / "seed_history.json"
+    if not path.exists():
+        return {}
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return {label: frozenset(hashes) for label, hashes in data.items() if label != "_comment"}
+
+
+def shipped_hashes(
+    *, rules: dict[str, Any], intents: list[dict[str, Any]], templates: dict[str, Any]
+) -> dict[str, str]:
+    """label -> hash of what these seed files ship (scripts/seed_history.py)."""
+    hashes = {f"intent:{i['name']}": seed_hash("intent", _intent_shipped(i)) for i in intents}
+    for rule in rules["rules"]:
+        hashes[f"rule:{rule['name']}"] = seed_hash("rule", _rule_values(rule))
+    for slot in rules["slot_patterns"]:
+        hashes[f"slot:{slot['name']}"] = seed_hash("slot", _slot_values(slot))
+    for intent, keys in templates.items():
+        if intent == "_comment":
+            continue
+        for key, languages in keys.items():
+            for language, text in languages.items():
+                hashes[f"template:{intent}.{key}.{language}"] = seed_hash(
+                    "template", {"text": text}
+                )
+    return hashes
 
 
 @cache
@@ -242,7 +275,12 @@ class SeedPlan(Generic[M]):
                 if not stored:
                     report.adopted.append(label)
             return
-        if label in self.reset or (stored and current_hash == stored):
+        untouched = (
+            current_hash == stored
+            if stored
+            else current_hash in seed_history().get(label, frozenset())
+        )
+        if label in self.reset or untouched:
             self.assign(row, shipped)
             row.seed_hash = shipped_hash  # type: ignore[attr-defined]
             self.update.append(row)
