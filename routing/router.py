@@ -28,8 +28,7 @@ from routing.classifier import (
 )
 from routing.handoff import (
     HandoffScorer,
-    handoff_by_rule,
-    handoff_by_scorer,
+    handoff_decide,
     handoff_scorer_get,
 )
 from routing.models import Intent, OutOfScopePoint, Rule, SlotPattern
@@ -305,19 +304,43 @@ def route_decide(
     if cue is not None:
         return decided(CLARIFY, ROLE_PLAY, 1.0, {"kind": "role_play", "match": cue})
 
-    # A request for a person (routing/handoff.py): the handoff rules at their priority,
-    # after the vetoes; the scorer for what no rule decided (a complaint that wants "a
-    # manager now" stays the angry-complaint rule's, as the seed data labels it).
+    # A request for a person (routing/handoff.py): the handoff rules and the scorer
+    # together, after the vetoes, at the handoff rules' priority (before the complaint
+    # rules: "this is the third late order, get me a real person" asks for one); with
+    # no handoff rule, the scorer alone just before the classifier.
     handoff_rules = [rule for rule in snapshot.rules if rule.intent == HANDOFF]
+    handoff_scorer = snapshot.handoff if HANDOFF in snapshot.intent_tiers else None
+    # Whether this decision computed the message's sentence embedding (the bench's share).
+    computed: dict[str, np.ndarray] = {}
+
+    def embedding_of(part: str) -> np.ndarray:
+        # The whole message's embedding is the classifier's too: computed once.
+        if part != normalised:
+            return message_embedding(part)
+        if "whole" not in computed:
+            computed["whole"] = embedding if embedding is not None else message_embedding(text)
+        return computed["whole"]
+
+    def handoff(rules: list[CompiledRule]) -> RouteDecision | None:
+        verdict = handoff_decide(
+            normalised=normalised,
+            language=language,
+            rules=rules,
+            scorer=handoff_scorer,
+            embedding_of=embedding_of,
+        )
+        if not verdict.request:
+            return None
+        if verdict.tier is not None:  # a rule's
+            return decided(verdict.tier, HANDOFF, 1.0, verdict.reason)
+        confidence = verdict.score if verdict.score is not None else 1.0
+        return decided(snapshot.intent_tiers[HANDOFF], HANDOFF, confidence, verdict.reason)
+
     token_count = len(text_tokens(normalised))
     for rule in snapshot.rules:
         if rule.intent == HANDOFF:
-            if rule is handoff_rules[0]:
-                verdict = handoff_by_rule(
-                    normalised=normalised, language=language, rules=handoff_rules
-                )
-                if verdict.request:
-                    return decided(rule.tier, HANDOFF, 1.0, verdict.reason)
+            if rule is handoff_rules[0] and (found := handoff(handoff_rules)) is not None:
+                return found
             continue
         evidence = rule.evaluate(text=normalised, tokens=token_count, language=language)
         if evidence is not None:
@@ -327,26 +350,9 @@ def route_decide(
                 1.0,
                 {"kind": "rule", "rule": rule.name, "rule_kind": rule.kind, **evidence},
             )
-
-    # Whether this decision computed the message's sentence embedding (the bench's share).
-    computed: dict[str, np.ndarray] = {}
-    if HANDOFF in snapshot.intent_tiers and snapshot.handoff is not None:
-
-        def embedding_of(part: str) -> np.ndarray:
-            # The whole message's embedding is the classifier's too: computed once.
-            if part != normalised:
-                return message_embedding(part)
-            if "whole" not in computed:
-                computed["whole"] = embedding if embedding is not None else message_embedding(text)
-            return computed["whole"]
-
-        verdict = handoff_by_scorer(
-            normalised=normalised, scorer=snapshot.handoff, embedding_of=embedding_of
-        )
-        if verdict.request:
-            confidence = verdict.score if verdict.score is not None else 1.0
-            return decided(snapshot.intent_tiers[HANDOFF], HANDOFF, confidence, verdict.reason)
-        embedding = computed.get("whole", embedding)
+    if not handoff_rules and handoff_scorer is not None and (found := handoff([])) is not None:
+        return found
+    embedding = computed.get("whole", embedding)
 
     if snapshot.classifier is None:
         return decided(

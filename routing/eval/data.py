@@ -25,6 +25,21 @@ HANDOFF_V3_FILE = EVAL_DIR / "handoff_v3.tsv"
 # (reported, but not a held-out figure).
 HANDOFF_DEV_FILE = EVAL_DIR / "handoff_dev.tsv"
 HANDOFF = "handoff"
+# Every handoff set whose errors have been read (session 10): the grouped
+# cross-validation's folds (routing/eval/handoff_cv.py).
+# Session 10's phrasings of handoff_v3's error classes (dev, like handoff_dev.tsv).
+HANDOFF_CLASSES_FILE = EVAL_DIR / "handoff_classes.tsv"
+HANDOFF_READ_SETS = (
+    HANDOFF_FILE,
+    HANDOFF_V2_FILE,
+    HANDOFF_V3_FILE,
+    HANDOFF_DEV_FILE,
+    HANDOFF_CLASSES_FILE,
+)
+# Handoff sets written by someone else and not read: never trained or tuned on, and
+# checked against the scorer's training (router_eval's leak check). Added by the lead
+# when such a set lands, after the recogniser is final.
+HANDOFF_BLIND_SETS: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)

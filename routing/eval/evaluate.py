@@ -29,7 +29,7 @@ from routing.eval.data import (  # noqa: F401  (re-exported: callers import them
     handoff_load,
     labelled_load,
 )
-from routing.handoff import HandoffScorer, handoff_by_scorer
+from routing.handoff import HandoffScorer, handoff_decide
 from routing.router import CompiledRule, RouterSnapshot, route_decide
 from routing.text import text_normalise, text_tokens
 from routing.types import CLARIFY, COMPLEX_QUESTION, L1, L2, L3, OUT_OF_SCOPE
@@ -59,7 +59,7 @@ def handoff_evaluate(*, items: list[Labelled], snapshot: RouterSnapshot) -> dict
         decision = route_decide(text=item.text, language=item.language, snapshot=snapshot)
         timings.append((time.perf_counter() - started) * 1000)
         if snapshot.handoff is not None:
-            step_timings.append(_handoff_step_ms(item.text, snapshot.handoff))
+            step_timings.append(_handoff_step_ms(item, snapshot.handoff, rules))
         # Each part on its own, on the whole message (no vetoes): what the scorer
         # (the model) and the rule do themselves, beside what the recogniser delivers.
         alone = _parts_alone(item, rules=rules, scorer=snapshot.handoff)
@@ -148,15 +148,21 @@ def _parts_alone(
     return said
 
 
-def _handoff_step_ms(text: str, scorer: HandoffScorer) -> float:
-    normalised = text_normalise(text)
-    whole = message_embedding(text) if scorer.embedding_dim else None  # cached by now
+def _handoff_step_ms(item: Labelled, scorer: HandoffScorer, rules: list[CompiledRule]) -> float:
+    normalised = text_normalise(item.text)
+    whole = message_embedding(item.text) if scorer.embedding_dim else None  # cached by now
 
     def embedding_of(part: str) -> np.ndarray | None:
         return whole if part == normalised else message_embedding(part)
 
     started = time.perf_counter()
-    handoff_by_scorer(normalised=normalised, scorer=scorer, embedding_of=embedding_of)
+    handoff_decide(
+        normalised=normalised,
+        language=item.language,
+        rules=rules,
+        scorer=scorer,
+        embedding_of=embedding_of,
+    )
     return (time.perf_counter() - started) * 1000
 
 
