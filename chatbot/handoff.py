@@ -31,7 +31,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from .models import AgentPresence, Conversation, Message
@@ -334,25 +334,20 @@ def disliked_question(*, conversation_id: int, before_id: int) -> str:
     rated thumbs-down; "" if the last reply was not rated down."""
     from .models import Feedback
 
-    # One query (it runs every turn): the last reply and whether it was rated down.
     reply = (
         Message.objects.filter(
             conversation_id=conversation_id, role=Message.Role.BOT, id__lt=before_id
         )
         .order_by("-id")
-        .annotate(
-            down=Exists(
-                Feedback.objects.filter(
-                    message_id=OuterRef("pk"), kind=Feedback.Kind.THUMB, satisfied=False
-                )
-            )
-        )
-        .values("reply_to__text", "down")
+        .values("id", "reply_to__text")
         .first()
     )
-    if reply is None or not reply["down"]:
+    if reply is None:
         return ""
-    return str(reply["reply_to__text"] or "")
+    down = Feedback.objects.filter(
+        message_id=reply["id"], kind=Feedback.Kind.THUMB, satisfied=False
+    ).exists()
+    return str(reply["reply_to__text"] or "") if down else ""
 
 
 def human_holds(*, conversation_id: int) -> str:
