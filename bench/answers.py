@@ -434,6 +434,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="", help="ask only this split (dev/test)")
     parser.add_argument("--ids", default="", help="ask only these question ids (comma-separated)")
     parser.add_argument(
+        "--questions",
+        default="",
+        help="ask the questions of this JSONL file instead (same fields; e.g. the tuned-on "
+        "probe set knowledge/eval/answers/probe.jsonl, split 'probe')",
+    )
+    parser.add_argument(
         "--own-orders", type=int, default=20, help="signed-in shoppers asking L3 about their orders"
     )
     parser.add_argument(
@@ -449,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         "var/answers-partial.json when --split, --limit, --ids or --reuse-kb narrow it)",
     )
     args = parser.parse_args(argv)
-    partial = bool(args.split or args.limit or args.ids or args.reuse_kb)
+    partial = bool(args.split or args.limit or args.ids or args.reuse_kb or args.questions)
     # A narrowed run never overwrites the published figures.
     out_path = (
         Path(args.out)
@@ -466,7 +472,9 @@ def main(argv: list[str] | None = None) -> int:
     checker = {"test": checker_evaluate("test"), "dev": checker_evaluate("dev")}
     log(f"checker (test split): {checker['test']['all']}")
     kb = (knowledge_reuse() if args.reuse_kb else None) or knowledge_prepare(args.card_role)
-    questions = load_jsonl(EVAL / "answers" / "questions.jsonl")
+    questions = load_jsonl(
+        Path(args.questions) if args.questions else EVAL / "answers" / "questions.jsonl"
+    )
     if args.split:
         questions = [q for q in questions if q["split"] == args.split]
     if args.ids:

@@ -628,6 +628,10 @@ def question_coverage(
         lowered = word.lower()
         if lowered in _QUESTION_FILLER or lowered in _COURTESY or not lowered.strip("?？!！.,"):
             continue
+        if lowered in ktext.GENERIC_NOUNS:
+            # Goods in general ("can I return things in a store?", "东西坏了能退吗"):
+            # no passage has to name them, so they count neither way.
+            continue
         if not numbers and quantities(word) and not _terms(word):
             continue
         if ktext.has_cjk(word):

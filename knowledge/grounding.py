@@ -148,18 +148,25 @@ def answer_guard(answer: str, passages: list[str], *, question: str, extract: st
 # An exception named as such. Not a cue for the entailment check, where "金卡会员例外，
 # 穿过的商品也可以退" names whom a rule is for rather than limiting a claim about them.
 _EXCEPTION = re.compile(r"例外|\bexceptions?\b", re.IGNORECASE)
+# A negated rule right after a quoted sentence is the limit of what it says ("…黑色衬衫配
+# 黑色纽扣。纽扣不能更换。" for "衬衫的扣子可以换吗？", whose 扣子 the passage calls 纽扣).
+_LIMIT = re.compile(
+    r"\b(?:cannot|can't|not|no longer|never)\b|不能|不可以|不会|不得|不包括|不适用|不接受|不再",
+    re.IGNORECASE,
+)
 
 
 def _with_exceptions(picked: list[int], sentences: list[str]) -> list[int]:
     """The picked sentences plus the one right after each when it states an exception
-    or a limit ("皮革商品例外：我们不维修皮革制品。", "Gold members are the exception"):
+    or a limit ("皮革商品例外：我们不维修皮革制品。", "Gold members are the exception",
+    a negated rule such as "纽扣不能更换。"):
     a rule quoted without its exception is a false statement, whatever the length cap
     says. The question's words need not be in it ("两年内什么都免费修，皮夹克也行吧？"
     shares no word with "皮革"), which is why it was left out."""
     out = set(picked)
     for i in picked:
         after = sentences[i + 1] if i + 1 < len(sentences) else ""
-        if after and (is_qualified(after) or _EXCEPTION.search(after)):
+        if after and (is_qualified(after) or _EXCEPTION.search(after) or _LIMIT.search(after)):
             out.add(i + 1)
     return sorted(out)
 

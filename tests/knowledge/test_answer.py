@@ -141,9 +141,12 @@ def test_extract_picks_the_sentences_that_answer_in_their_order() -> None:
     assert passage_extract("can I put them in the dryer?", passages, max_chars=300) == (
         "Never put them in a dryer."
     )
-    # Two sentences sharing keywords with the question, in the passage's order.
+    # Two sentences sharing keywords with the question, in the passage's order, and the
+    # negated rule right after them: the limit of the cleaning advice.
     both = passage_extract("clean boots water", passages, max_chars=300)
-    assert both == "Boots are water resistant. Clean them with a damp cloth."
+    assert both == (
+        "Boots are water resistant. Clean them with a damp cloth. Never put them in a dryer."
+    )
     # Within the length cap: the best sentence only.
     assert passage_extract("clean boots water", passages, max_chars=30) == (
         "Boots are water resistant."
@@ -295,6 +298,12 @@ def test_the_extract_keeps_a_rules_exception() -> None:
     assert passage_extract("are repairs free for two years?", [en], max_chars=300) == (
         "Zips and seams are repaired free for 2 years. Leather goods are the exception: "
         "we do not repair leather."
+    )
+    # A negated rule right after the quoted sentence is its limit: the passage calls the
+    # shopper's 扣子 纽扣, so "纽扣不能更换。" shares no word with the question.
+    buttons = "黑色衬衫配黑色纽扣。纽扣不能更换。衬衫有S、M、L三个尺码。"
+    assert passage_extract("衬衫的扣子可以换吗？", [buttons], max_chars=20) == (
+        "黑色衬衫配黑色纽扣。纽扣不能更换。"
     )
 
 

@@ -213,3 +213,25 @@ def test_the_grader_counts_only_a_real_abstention() -> None:
         # An order flow's reply to a general question it has no rule for.
         no_rule = f"{NO_RULE[lang]}\n\n{seed['dialogue']['ask_identity_also'][lang]}"
         assert grade(question, {"text": no_rule, "done": {"actions": []}}) == "abstained", lang
+
+
+def test_the_probe_set_is_keyed_like_the_questions(
+    questions: list[dict[str, Any]], sections: dict[str, dict[str, str]]
+) -> None:
+    """knowledge/eval/answers/probe.jsonl: questions written in session 10 to find
+    failure modes beyond the dev split, and tuned on (split "probe", never reported as
+    held out). Same keys and the same grading contract as questions.jsonl."""
+    probes = _jsonl(EVAL / "answers" / "probe.jsonl")
+    assert not {p["id"] for p in probes} & {q["id"] for q in questions}
+    assert len({p["id"] for p in probes}) == len(probes)
+    for p in probes:
+        assert set(p) == QUESTION_KEYS and p["split"] == "probe", p["id"]
+        assert (p["trap"] in TRAPS) == (p["kind"] == "trap"), p["id"]
+        if p["kind"] == "unanswerable":
+            assert p["expect"] == [] and p["doc"] is None, p["id"]
+            continue
+        text = sections[p["doc"]][p["section"]].lower()
+        for alternatives in p["expect"]:
+            assert any(a in text for a in alternatives), (p["id"], alternatives)
+        for marker in p["contradict"]:
+            assert marker not in text, (p["id"], marker)

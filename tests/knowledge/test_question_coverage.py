@@ -117,3 +117,31 @@ def test_taggers_warm_loads_both_taggers_before_the_first_question() -> None:
     text.taggers_warm()
     assert text._spacy_en is not None
     assert "周末" in text.specific_nouns("你们周末发货吗")
+
+
+def test_goods_in_general_count_neither_way() -> None:
+    """Words for goods in general ("things", 东西) name no particular thing a passage
+    would have to mention: a question is neither covered nor uncovered by them (fast,
+    spaCy's small tagger)."""
+    store = "You can return an item by mail, in one of our stores, or at a drop-off centre."
+    asked = entail.question_coverage("can I return things at a physical store?", [store])
+    assert "things" not in asked.terms and asked.missing == ["physical"] and asked.answers
+    damaged = "收到的商品有污渍或损坏时，可以按您会员等级的退货规则退货。"
+    zh = entail.question_coverage("东西送到时是坏的，可以退货吗？", [damaged])
+    assert "东西" not in zh.terms
+    # A question about something the passage never mentions still isn't covered.
+    assert not entail.question_coverage("can I return things bought on eBay?", [store]).answers
+
+
+def test_retrieval_finds_a_long_chinese_word_by_its_characters() -> None:
+    """jieba cuts 登山鞋 as one word; the passage says 登山靴. Retrieval's keyword share
+    counts a three-character word when two of its characters are there; a
+    two-character word must be there as it is, and so must a set phrase of four."""
+    from knowledge import text
+
+    boots = "登山靴有皮革和合成材料两种材质。"
+    assert text.keyword_coverage(["登山鞋", "真皮"], boots, frozenset()) == 0.5
+    assert text.keyword_coverage(["真皮"], boots, frozenset()) == 0.0
+    assert text.keyword_coverage(["邮政信箱"], boots, frozenset()) == 0.0
+    payment = "我们接受信用卡、借记卡、PayPal和礼品卡。退款会退回原支付方式。"
+    assert text.keyword_coverage(["货到付款"], payment, frozenset()) == 0.0
