@@ -45,7 +45,9 @@ async def test_shopper_asks_for_a_person_agent_claims_talks_and_resolves(
 
         confirmed = await ask(shopper, "yes", "m2")
         queued = [f for f in confirmed if f["type"] == "handoff"]
-        assert queued == [{"type": "handoff", "status": "queued", "position": 1, "wait_s": 240}]
+        assert queued == [
+            {"type": "handoff", "status": "queued", "position": 1, "wait_s": 240, "language": "en"}
+        ]
         assert "number 1 in the queue" in shown(confirmed)
 
         # The desk sees it appear live, with the last messages and the language.
