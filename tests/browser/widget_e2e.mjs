@@ -541,9 +541,19 @@ async function ticket() {
       `const f = root.querySelector("form.ticket");
        return { email: f.querySelector("input[name=email]").value,
          question: f.querySelector("textarea[name=question]").value,
-         focused: root.activeElement ? root.activeElement.name : null };`,
+         focused: root.activeElement ? root.activeElement.name : null,
+         intro: f.querySelector("p").textContent,
+         send: f.querySelector("button[type=submit]").textContent,
+         placeholder: root.querySelector("textarea:not([name])").placeholder };`,
     );
-    Object.assign(result, { form_email: form.email, form_question: form.question, focused: form.focused });
+    Object.assign(result, {
+      form_email: form.email,
+      form_question: form.question,
+      focused: form.focused,
+      form_intro: form.intro,
+      form_send: form.send,
+      placeholder: form.placeholder,
+    });
     if (opts.screenshot) {
       fs.mkdirSync(path.dirname(path.resolve(opts.screenshot)), { recursive: true });
       await page.screenshot({ path: opts.screenshot });
