@@ -62,7 +62,7 @@ EXAMPLES_FILE = Path(__file__).resolve().parent / "seed_data" / "handoff_example
 # Chosen by leave-one-set-out cross-validation over the read sets (session 10,
 # docs/routing.md): the best accuracy with at most 2% false handoffs on the sets left
 # out. With embeddings off (tests), the TF-IDF-only scorer's own point.
-THRESHOLD = 0.7
+THRESHOLD = 0.4
 THRESHOLD_NO_EMBEDDINGS = 0.6
 # The score a handoff rule's match needs to count: 0, a match counts whatever the scorer
 # says (session 10's cross-validation: every gate > 0 cost recall for no fewer false
