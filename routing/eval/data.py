@@ -39,7 +39,10 @@ HANDOFF_READ_SETS = (
 # Handoff sets written by someone else and not read: never trained or tuned on, and
 # checked against the scorer's training (router_eval's leak check). Added by the lead
 # when such a set lands, after the recogniser is final.
-HANDOFF_BLIND_SETS: tuple[Path, ...] = ()
+# handoff_v4.tsv: 216 requests (138 EN, 78 ZH) and 209 near-misses, written on 2026-12-02
+# by a helper who read only issue #15 and a brief (no code, no other set); added after
+# session 10's recogniser was frozen (dca7d34).
+HANDOFF_BLIND_SETS: tuple[Path, ...] = (EVAL_DIR / "handoff_v4.tsv",)
 
 
 @dataclass(frozen=True)
