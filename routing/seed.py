@@ -451,19 +451,3 @@ def _rule_assign(row: Rule, values: dict[str, Any], intents: dict[str, Intent]) 
         if name != "intent":
             setattr(row, name, values[name])
     row.intent = intents[values["intent"]]
-
-
-def router_seed(*, reset: Collection[str] = (), dry_run: bool = False) -> SeedReport:
-    """The whole router seed (intents, utterances, slot patterns, rules, reply
-    templates), logged; ``dry_run`` reports what it would do and writes nothing."""
-    from routing.seed_templates import templates_seed
-
-    report = SeedReport()
-    with transaction.atomic():
-        intents_seed(reset=reset, report=report)
-        templates_seed(reset=reset, report=report)
-        if dry_run:
-            transaction.set_rollback(True)
-    if not dry_run:
-        report.log()
-    return report

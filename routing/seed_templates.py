@@ -9,7 +9,7 @@ from collections.abc import Collection
 from django.db import transaction
 
 from .models import Intent, ReplyTemplate
-from .seed import SeedPlan, SeedReport
+from .seed import SeedPlan, SeedReport, intents_seed
 from .templates import reset_template_cache, seed_templates
 from .versioning import router_version_bump
 
@@ -59,3 +59,19 @@ def templates_seed(
 
 def _text_assign(row: ReplyTemplate, values: dict[str, str]) -> None:
     row.text = values["text"]
+
+
+# Here, not in seed.py: the whole seed needs both halves, and seed.py importing this module
+# (which imports seed.py) was an import cycle (tests/config/test_imports.py).
+def router_seed(*, reset: Collection[str] = (), dry_run: bool = False) -> SeedReport:
+    """The whole router seed (intents, utterances, slot patterns, rules, reply
+    templates), logged; ``dry_run`` reports what it would do and writes nothing."""
+    report = SeedReport()
+    with transaction.atomic():
+        intents_seed(reset=reset, report=report)
+        templates_seed(reset=reset, report=report)
+        if dry_run:
+            transaction.set_rollback(True)
+    if not dry_run:
+        report.log()
+    return report

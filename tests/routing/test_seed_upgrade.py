@@ -23,8 +23,8 @@ from routing import router as router_module
 from routing import seed as seed_module
 from routing import templates as templates_module
 from routing.models import Intent, ReplyTemplate, Rule, SlotPattern
-from routing.seed import intents_seed, router_seed, seed_hash
-from routing.seed_templates import templates_seed
+from routing.seed import intents_seed, seed_hash
+from routing.seed_templates import router_seed, templates_seed
 from routing.templates import template_get
 from routing.versioning import router_version_get
 

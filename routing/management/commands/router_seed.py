@@ -13,7 +13,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from routing.seed import router_seed, seed_labels_resolve
+from routing.seed import seed_labels_resolve
+from routing.seed_templates import router_seed
 
 
 class Command(BaseCommand):
