@@ -98,13 +98,22 @@ def remote(url: str, **config: Any) -> OpenAIBackend:
     )
 
 
+@contextlib.contextmanager
+def large_registered(url: str, **config: Any) -> Iterator[OpenAIBackend]:
+    """``remote(url, **config)`` as the ``large`` role, unregistered and closed after."""
+    backend = remote(url, **config)
+    registry.register("large", backend)
+    try:
+        yield backend
+    finally:
+        registry.unregister("large")
+        backend.close()
+
+
 @pytest.fixture
 def remote_large(l3_url: str) -> Iterator[OpenAIBackend]:
-    backend = remote(l3_url)
-    registry.register("large", backend)
-    yield backend
-    registry.unregister("large")
-    backend.close()
+    with large_registered(l3_url) as backend:
+        yield backend
 
 
 class ModelServer:

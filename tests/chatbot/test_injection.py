@@ -27,10 +27,9 @@ from django.conf import settings as dj_settings
 from chatbot.models import Message
 from chatbot.orders.identity import shopper_token_issue
 from chatbot.orders.models import Customer, Order
-from inference import registry
 from inference.prompts import SYSTEM_PROMPT, canary_note
 from routing import types as rt
-from tests.servers import remote
+from tests.servers import large_registered
 from tests.shopper import Shopper
 
 pytestmark = [
@@ -95,11 +94,8 @@ def patient_large(l3_url: str) -> Iterator[Any]:
     yet, queued together on two cores) timed out, the in-process fallback model answered
     them at length, and the busier cores made the next ones time out too: the test took
     150 s, most of it in the fallback, and tested the fallback instead of L3."""
-    backend = remote(l3_url, read_timeout_s=120.0)
-    registry.register("large", backend)
-    yield backend
-    registry.unregister("large")
-    backend.close()
+    with large_registered(l3_url, read_timeout_s=120.0) as backend:
+        yield backend
 
 
 @pytest.mark.parametrize("tier", [rt.L1, rt.L2, rt.L3])
