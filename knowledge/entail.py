@@ -509,6 +509,37 @@ def says_nothing(sentence: str) -> bool:
     return not _terms(body) and not quantities(body)
 
 
+# A sentence that opens on a personal pronoun: what it is about was said before it.
+# Not "this"/"these"/"both": those usually come with their noun ("This backpack ...").
+_PRONOUN_OPENING = re.compile(
+    r"^\W*(?:(?:it|it's|its|they|they're|their|them|he|she)\b|它们|它|他们|他|她们|她|两者|二者)",
+    re.IGNORECASE,
+)
+
+
+def opens_on_pronoun(sentence: str) -> bool:
+    """The subject is a pronoun: "It is priced at $219.43.", "它有两种颜色。"."""
+    return bool(_PRONOUN_OPENING.match(sentence))
+
+
+def question_terms(question: str) -> set[str]:
+    """The question's content stems (English, with the shop's synonyms) and Chinese
+    characters: what a sentence must share to be about it (``touches``)."""
+    return {t for t in _tokens(question) if t not in _COURTESY} | _zh_chars(question)
+
+
+def touches(sentence: str, question: str) -> bool:
+    """The sentence shares a content word (stem or synonym) or a Chinese content
+    character with the question, a leading pronoun left out: it says something about
+    what was asked. A question with no content words (a test's "q") is touched by all."""
+    wanted = question_terms(question)
+    if not wanted:
+        return True
+    match = _PRONOUN_OPENING.match(sentence)
+    rest = sentence[match.end() :] if match else sentence
+    return bool(wanted & (_tokens(rest) | _zh_chars(rest)))
+
+
 def is_refusal(sentence: str) -> bool:
     """The reader saying it doesn't know: no claim about the shop."""
     return ktext.is_refusal(sentence)

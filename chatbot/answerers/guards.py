@@ -332,18 +332,57 @@ class GroundedGuard(EntailmentGuard):
         self.facts = "\n".join(passages)
         self.rule = rule
         self.bare = bare
+        # Sentences judged so far, whether the last one was shown, whether any was.
+        self._judged = 0
+        self._last_ok = False
+        self._any_ok = False
 
     def _completion(self) -> str:
         # The "extract" here is the abstain text; L3 adds the article's rule itself.
         return ""
 
     def _judge(self, sentence: str) -> tuple[str, str]:
+        # Called once per sentence, in order (``_release`` awaits each): the state of
+        # the one before it is known.
+        label, reason = self._judge_claim(sentence)
+        if label == "entailed":
+            label, reason = self._judge_place(sentence)
+        self._judged += 1
+        self._last_ok = label == "entailed"
+        self._any_ok = self._any_ok or self._last_ok
+        return label, reason
+
+    def _judge_claim(self, sentence: str) -> tuple[str, str]:
         if BOILERPLATE.search(sentence):
             return "boilerplate", "model boilerplate"
         fact = guard_check(text=sentence, facts={"records": self.facts}, required=[])
         if not fact.ok:
             return "invented_fact", fact.reason
         return super()._judge(sentence)
+
+    def _judge_place(self, sentence: str) -> tuple[str, str]:
+        """A backed sentence that would still mislead where it stands:
+
+        - the first one shown must be about the question (share a word with it): the
+          model once answered the backpacks-and-refund question with only "It is
+          available in a large compartment laptop and is priced at $219.43." (true
+          of a catalogue row, and no answer to anything asked);
+        - one that opens on a pronoun right after a dropped sentence: "it" is then
+          whatever the dropped sentence named, which the shopper never saw;
+        - courtesy ("Sure!", "Happy to help!") only after an answer.
+        A summary of the records ("There is no refund on record ...") always stands."""
+        from knowledge import entail
+
+        if sentence.strip() in self.bare:
+            return "entailed", ""
+        if entail.says_nothing(sentence):
+            # "Sure!" before any answer: shown alone, it would be the whole reply.
+            return ("entailed", "") if self._any_ok else ("courtesy", "courtesy before an answer")
+        if not self._any_ok and not entail.touches(sentence, self.question):
+            return "off_topic", "the first sentence shown says nothing about the question"
+        if self._judged and not self._last_ok and entail.opens_on_pronoun(sentence):
+            return "dangling", "opens on a pronoun whose sentence was dropped"
+        return "entailed", ""
 
     async def finish(self, text: str) -> str | None:
         tail = await super().finish(text)

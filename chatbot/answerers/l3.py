@@ -45,6 +45,7 @@ from .grounding import SUMMARY_LINES, shop_context
 from .guards import GroundedGuard, Guard
 
 OFFER_HUMAN = "offer:human"
+L3_SEED = 13
 
 
 @dataclass
@@ -124,8 +125,14 @@ class L3Answerer(GuardedAnswerer):
         return L3Plan(
             text=template_text(ctx, "dialogue", "model_down"),
             role="large" if decision.tier == rt.L3 else "fallback",
+            # Low temperature and a fixed seed, as L2's reader: an answer from records
+            # has one right wording, and the same records and question give the same
+            # reply (a shop can reproduce what its bot said; tests are repeatable).
             generation=GenerationRequest(
-                messages=messages, max_tokens=settings.TIERDESK_L3_MAX_TOKENS, temperature=0.3
+                messages=messages,
+                max_tokens=settings.TIERDESK_L3_MAX_TOKENS,
+                temperature=0.1,
+                seed=L3_SEED,
             ),
             grounding={
                 "question": question,

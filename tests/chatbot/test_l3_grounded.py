@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from chatbot.answerers.grounding import LABELS, order_facts, shop_context
+from chatbot.answerers.grounding import LABELS, SUMMARY_LINES, order_facts, shop_context
 from chatbot.answerers.guards import GroundedGuard
 from chatbot.models import Conversation, Message
 from chatbot.orders.backends import get_order_service
@@ -205,9 +205,13 @@ RECORDS = [
 ]
 
 
-async def guarded(text: str, records: list[str] = RECORDS) -> tuple[str | None, GroundedGuard]:
+async def guarded(
+    text: str, records: list[str] = RECORDS, question: str = "q"
+) -> tuple[str | None, GroundedGuard]:
     """Feed ``text`` through the guard as a stream would (a few characters at a time)."""
-    guard = GroundedGuard(question="q", passages=records, abstain="ABSTAIN")
+    guard = GroundedGuard(
+        question=question, passages=records, abstain="ABSTAIN", bare=SUMMARY_LINES
+    )
     shown = ""
     for i in range(0, len(text), 7):
         assert guard.feed(text[i : i + 7], {}) == ""
@@ -268,6 +272,34 @@ async def test_guard_with_only_boilerplate_or_dont_know_abstains() -> None:
         shown, guard = await guarded(reply)
         assert shown is None and guard.verdict.label == "abstained", reply
         assert guard.verdict.replacement == "ABSTAIN"
+
+
+async def test_guard_drops_an_answer_to_nothing_asked_and_a_dangling_pronoun() -> None:
+    """The real model once answered the backpack question with only "It is available in
+    a large compartment laptop and is priced at $219.43.": backed by a catalogue row,
+    and an answer to nothing asked. The first sentence shown must be about the question
+    (courtesy waits for an answer), and "It" right after a dropped sentence means what
+    the shopper never saw."""
+    ci_reply = "It is available in a large compartment laptop and is priced at $219.43."
+    for reply in (ci_reply, f"Sure! {ci_reply}"):
+        shown, guard = await guarded(reply, question=BACKPACK_QUESTION)
+        assert shown is None and guard.verdict.label == "abstained", reply
+        labels = {d["label"] for d in guard.verdict.meta["unsupported_claims"]}
+        assert "off_topic" in labels, guard.verdict.meta
+    # After a sentence on the question, the same sentence stands ("It" is the backpack).
+    answer = "The navy Backpack item 8084436579 costs $219.43."
+    shown, guard = await guarded(f"{answer} {ci_reply}", question=BACKPACK_QUESTION)
+    assert shown == f"{answer} {ci_reply}" and guard.verdict.label == "passed"
+    # ... but not right after a dropped one: "It" would be the invented order.
+    shown, guard = await guarded(
+        f"{answer} Your order #W9999999 is on its way. {ci_reply}", question=BACKPACK_QUESTION
+    )
+    assert shown == answer
+    dropped = [d["label"] for d in guard.verdict.meta["unsupported_claims"]]
+    assert dropped == ["invented_fact", "dangling"]
+    # A summary of the records answers the refund part, whatever its words.
+    shown, _ = await guarded(RECORDS[0], question=BACKPACK_QUESTION)
+    assert shown == RECORDS[0]
 
 
 # -- end to end with the fake model (it must invent on demand) --------------------------
