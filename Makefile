@@ -1,4 +1,5 @@
-# The two commands: `make run` (the product, embedded default) and `make test` (the suite).
+# The two commands: `make run` (the product, embedded default) and `make test` (the suite,
+# on two pytest-xdist workers, a test file per worker at a time: module fixtures stay whole).
 .PHONY: setup run test lint services bench load pytest eval-router bench-roleplay bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails eval-answers bench-desk
 
 setup:
@@ -12,7 +13,7 @@ services:
 
 test: setup services
 	bash scripts/browser-setup.sh
-	bash scripts/pytest.sh
+	bash scripts/pytest.sh -n $${TIERDESK_TEST_WORKERS:-2} --dist loadfile
 
 lint: setup
 	.venv/bin/ruff check .

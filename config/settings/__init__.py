@@ -627,8 +627,11 @@ TIERDESK_KB_SWEEP_S = env_float("TIERDESK_KB_SWEEP_S", 60.0)
 TIERDESK_STATE_REDIS_URL = env_str("TIERDESK_STATE_REDIS_URL", "") or REDIS_URL
 if TIERDESK_STATE_REDIS_URL == "local":
     TIERDESK_STATE_REDIS_URL = ""
-# Test runs share one Redis: each run's keys live under its own test database's name.
+# Test runs share one Redis: each run's keys live under its own test database's name,
+# and under pytest-xdist each worker's (pytest-django gives each worker its own database).
 _RUN = env_str("TIERDESK_TEST_DB_NAME")
+if _RUN and env_str("PYTEST_XDIST_WORKER"):
+    _RUN = f"{_RUN}_{env_str('PYTEST_XDIST_WORKER')}"
 TIERDESK_STATE_PREFIX = env_str("TIERDESK_STATE_PREFIX", "") or (
     f"tierdesk-{_RUN}" if _RUN else "tierdesk"
 )

@@ -53,8 +53,27 @@ def _kb_seeded(django_db_setup: None, django_db_blocker: Any) -> dict[str, int]:
 
 
 @pytest.fixture
-def kb(_kb_seeded: dict[str, int], db: None) -> dict[str, int]:
-    return _kb_seeded
+def _kb_present(_kb_seeded: dict[str, int], django_db_blocker: Any) -> dict[str, int]:
+    """The session's documents, seeded again (committed) when a transactional test run
+    since, in any module, flushed them: under pytest-xdist a worker runs the modules in
+    an order of its own, and the admin tests found an empty knowledge base."""
+    from django.test import override_settings
+
+    from knowledge.models import Document
+    from knowledge.seed import knowledge_seed
+
+    with django_db_blocker.unblock():
+        ready = Document.objects.filter(seed_key__in=KB_KEYS, status=Document.Status.READY)
+        if ready.count() == len(KB_KEYS):
+            return _kb_seeded
+        with override_settings(TIERDESK_KB_SUMMARY_ROLE=""):
+            return knowledge_seed(ingest_now=True, keys=KB_KEYS)
+
+
+@pytest.fixture
+def kb(_kb_present: dict[str, int], db: None) -> dict[str, int]:
+    # _kb_present first: it commits, outside the test's transaction.
+    return _kb_present
 
 
 def doc_id(key: str) -> int:
