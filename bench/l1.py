@@ -666,7 +666,7 @@ class BareEngine:
         )
         self.n_parallel = int(config.get("n_parallel", 4))
         self.ctx_per_slot = int(config.get("n_ctx_per_slot", 1024))
-        self.threads = int(config.get("threads", settings.TIERDESK_THREADS))
+        self.threads = int(config.get("threads") or settings.TIERDESK_THREADS)
         self.model_file = path.name
         self.speculative = str(config.get("speculative") or "")
         # The very parameters the model server uses (slots, threads, swa_full,
@@ -944,6 +944,7 @@ class WsLane:
         sample = step.sample()
         client_id = f"b{self.tag}-{self.lane_index}-{step.conv}-{step.index}"
         sent = time.perf_counter()
+        sample.extra["sent_at"] = sent  # lines the turn up with bench/load.py's core samples
         await self.ws.send(json.dumps({"type": "message", "id": client_id, "text": step.msg.text}))
         first: float | None = None
         last: float | None = None

@@ -50,6 +50,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections import Counter
@@ -132,6 +133,7 @@ class StepRun:
     daphne_processes: int = 1
     lines: list[tuple[float, int]] = field(default_factory=list)  # (line wait s, place)
     memory: dict[str, Any] | None = None  # resident memory of each process at the step's end
+    why_l1: dict[str, Any] | None = None  # why L1 turns were not model-phrased (why_l1_build)
 
 
 # --- processes around Daphne --------------------------------------------------------------
@@ -250,24 +252,53 @@ MODEL_NICE = 10  # CPU priority of the model processes beside the web tier (docs
 # its next token) slowed the L1 replies of the next seconds past their budget (issue
 # #16, 10 sessions: the three L1 turns after an L3 cut-off missed theirs).
 L3_STANDIN_NICE = 19
+# And under SCHED_IDLE (except in routing off, where it is the tier under test): at nice
+# 19 its two threads still displaced a fast-model thread now and then, and llama.cpp's
+# threads wait on each other at every operation, so the fast model slowed to the pace
+# of the displaced one (bench/l1_contention.py: the fallback model at nice 19 beside the
+# fast model cost an L1 first token 58 ms at p50; at SCHED_IDLE 6 ms).
+L3_STANDIN_IDLE = True
 
 
-def renice(pid: int, nice: int = MODEL_NICE, *, absolute: bool = False) -> int:
+def renice(
+    pid: int, nice: int = MODEL_NICE, *, absolute: bool = False, idle: bool | None = None
+) -> int:
     """Lower the CPU priority of every thread of ``pid`` and its descendants by
     ``nice`` (Linux keeps a nice value per thread; threads started later inherit it).
     Relative unless ``absolute``: the model server runs its fallback role's threads
     nicer than its fast role's (``TIERDESK_FALLBACK_NICE``), and that order is kept.
+    ``idle`` True puts the threads under SCHED_IDLE (they run only on cores nothing
+    else wants), False back under the normal policy, None leaves the policy alone.
     Returns how many threads were changed."""
+    policy = None if idle is None else os.SCHED_IDLE if idle else os.SCHED_OTHER
     changed = 0
     for proc in [pid, *descendants(pid)]:
         with contextlib.suppress(OSError):
             for task in Path(f"/proc/{proc}/task").iterdir():
                 with contextlib.suppress(OSError):
                     tid = int(task.name)
+                    if policy is not None:
+                        os.sched_setscheduler(tid, policy, os.sched_param(0))
                     now = 0 if absolute else os.getpriority(os.PRIO_PROCESS, tid)
                     os.setpriority(os.PRIO_PROCESS, tid, min(19, now + nice))
                     changed += 1
     return changed
+
+
+def roles_by_nice() -> dict[int, str]:
+    """The model server's roles by the nice value their threads run at once the bench
+    has reniced the server (``renice``: this process's own nice value, which the server
+    inherits, plus each role's ``nice`` plus ``MODEL_NICE``, at most 19: under
+    ``nice -n 5 flock`` the fast model runs at 15 and the fallback at 19)."""
+    from django.conf import settings
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    out: dict[int, str] = {}
+    for role in ("fast", "fallback"):
+        own = int(settings.LOCAL_MODELS[role]["CONFIG"].get("nice") or 0)
+        nice = min(19, base + own + MODEL_NICE)
+        out[nice] = f"{out[nice]}+{role}" if nice in out else role
+    return out
 
 
 def system_rss_mb(name: str) -> dict[str, float]:
@@ -357,6 +388,202 @@ def descendants(pid: int) -> list[int]:
             for child in (task / "children").read_text().split():
                 out += [int(child), *descendants(int(child))]
     return out
+
+
+# --- who used the cores during each turn (issue #16) --------------------------------------
+
+CORE_SAMPLE_S = 0.1
+# A process or model using at least this many cores during an L1 turn's wait counts as
+# busy beside it (two cores in all).
+BUSY_CORES = 0.2
+
+
+class CoreSampler:
+    """Who used the cores, sampled every ``CORE_SAMPLE_S`` from /proc, to tell why an L1
+    turn missed its budget (issue #16).
+
+    Groups: the model server's threads by role, told apart by their nice value (each
+    role's llama.cpp threads run at its ``nice`` plus the bench's ``MODEL_NICE``), each
+    process in ``processes`` (Daphne, the L3 stand-in, the Celery worker), and ``other``:
+    the machine's busy time (/proc/stat) less all of those, so the bench's own clients
+    and anyone else's work. ``cores(start, end)`` is each group's average over a window
+    of ``time.perf_counter()`` time, the clock the clients stamp their sends with."""
+
+    def __init__(
+        self, *, model_server: int, roles_by_nice: dict[int, str], processes: dict[str, list[int]]
+    ) -> None:
+        self.model_server = model_server
+        self.roles_by_nice = roles_by_nice
+        self.processes = processes
+        self.groups = [*dict.fromkeys(roles_by_nice.values()), "model_server", *processes]
+        self.tick = float(os.sysconf("SC_CLK_TCK"))
+        self.series: list[tuple[float, dict[str, float]]] = []
+        self._threads: dict[int, float] = {}
+        self._acc = dict.fromkeys(self.groups, 0.0)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _read(self) -> dict[str, float]:
+        """CPU seconds used so far: per group, ``busy`` (the whole machine) and ``other``."""
+        stat = [float(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:9]]
+        busy = (sum(stat) - stat[3] - stat[4]) / self.tick
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{self.model_server}/task").iterdir():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                    used = (float(fields[11]) + float(fields[12])) / self.tick
+                    role = self.roles_by_nice.get(int(fields[16]), "model_server")
+                    tid = int(task.name)
+                    # Per thread: a thread that ends takes its time with it, so only
+                    # what each live thread added since the last read is counted.
+                    self._acc[role] += max(0.0, used - self._threads.get(tid, 0.0))
+                    self._threads[tid] = used
+        out = dict(self._acc)
+        for name, pids in self.processes.items():
+            out[name] = sum(process_cpu_s(pid) or 0.0 for pid in pids)
+        out["busy"] = busy
+        out["other"] = busy - sum(out[g] for g in self.groups)
+        return out
+
+    def _run(self) -> None:
+        while not self._stop.wait(CORE_SAMPLE_S):
+            self.series.append((time.perf_counter(), self._read()))
+
+    def start(self) -> None:
+        self.series = [(time.perf_counter(), self._read())]
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="core-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _at(self, when: float) -> dict[str, float] | None:
+        """The counters at ``when``, interpolated between the two samples around it."""
+        series = self.series
+        if len(series) < 2 or when < series[0][0] or when > series[-1][0]:
+            return None
+        lo, hi = 0, len(series) - 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if series[mid][0] <= when:
+                lo = mid
+            else:
+                hi = mid
+        (t0, a), (t1, b) = series[lo], series[hi]
+        w = 0.0 if t1 <= t0 else (when - t0) / (t1 - t0)
+        return {k: a[k] + w * (b[k] - a[k]) for k in a}
+
+    def cores(self, start: float, end: float) -> dict[str, float] | None:
+        """Each group's average cores over [start, end] (None: outside the samples)."""
+        if end <= start:
+            return None
+        a, b = self._at(start), self._at(end)
+        if a is None or b is None:
+            return None
+        return {k: round(max(0.0, b[k] - a[k]) / (end - start), 2) for k in a if k != "busy"}
+
+
+def l1_outcome(sample: Sample) -> str:
+    """What became of an L1 turn that planned a model."""
+    if is_degraded(sample):
+        return f"degraded:{sample.extra['degraded']}"
+    return "guard_template" if sample.guard == "template" else "written"
+
+
+def beside(cores: dict[str, float] | None) -> str:
+    """What else was using the cores while an L1 turn waited for its first chunk, the
+    likeliest culprit first: the fallback model (L2 and L3's second queue), the L3
+    stand-in, Daphne (receiving and planning), other work (the clients, anyone else)."""
+    if cores is None:
+        return "unknown"
+    for group, label in (
+        ("fallback", "fallback model"),
+        ("l3_server", "L3 stand-in"),
+        ("daphne", "Daphne"),
+        ("other", "other work"),
+    ):
+        if cores.get(group, 0.0) >= BUSY_CORES:
+            return label
+    return "nothing else"
+
+
+def admitted_ms_read(samples: list[Sample]) -> None:
+    """Each reply's ``admitted_ms`` from its stored metadata (chatbot.turn: the time from
+    the message's arrival to admission control's verdict: receiving and planning)."""
+    from chatbot.models import Message
+
+    ids = [int(s.extra["message_id"]) for s in samples if s.extra.get("message_id")]
+    metadata = dict(Message.objects.filter(pk__in=ids).values_list("pk", "metadata"))
+    for sample in samples:
+        meta = metadata.get(int(sample.extra.get("message_id") or 0)) or {}
+        if meta.get("admitted_ms") is not None:
+            sample.extra["admitted_ms"] = float(meta["admitted_ms"])
+
+
+def why_l1_build(run: StepRun, sampler: CoreSampler | None) -> dict[str, Any]:
+    """Why L1 turns that planned a model were not model-phrased (issue #16): each turn's
+    outcome, what else used the cores while it waited for its first chunk, and how much
+    of its budget was gone before the model was asked."""
+    ok = [s for s in run.samples if not error_kind(s)]
+    turns = [s for s in ok if s.tier == "L1" and (s.model or is_degraded(s))]
+    with contextlib.suppress(Exception):  # a database hiccup must not lose the step
+        admitted_ms_read(turns)
+    rows: list[dict[str, Any]] = []
+    for s in turns:
+        sent = s.extra.get("sent_at")
+        window = (
+            sampler.cores(sent, sent + s.first_ms / 1000)
+            if sampler is not None and sent is not None and s.first_ms is not None
+            else None
+        )
+        detail = s.extra.get("degraded_detail") or {}
+        admitted = s.extra.get("admitted_ms", detail.get("admitted_ms"))
+        rows.append(
+            {
+                "outcome": l1_outcome(s),
+                "beside": beside(window),
+                "first_ms": None if s.first_ms is None else round(s.first_ms, 1),
+                "server_first_ms": s.server_first_ms,
+                "admitted_ms": admitted,
+                # From admission to the first chunk, server side: the model's part.
+                "model_ms": None
+                if admitted is None or s.server_first_ms is None
+                else round(float(s.server_first_ms) - float(admitted), 1),
+                "predicted_ms": detail.get("predicted_ms"),
+                "queue": detail.get("queue"),
+                "cores": window,
+            }
+        )
+    outcomes = sorted({r["outcome"] for r in rows})
+    groups = sorted({g for r in rows if r["cores"] for g in r["cores"]})
+
+    def mean_cores(selected: list[dict[str, Any]]) -> dict[str, float]:
+        known = [r["cores"] for r in selected if r["cores"]]
+        return {g: round(sum(c[g] for c in known) / len(known), 2) for g in groups} if known else {}
+
+    def times(selected: list[dict[str, Any]], key: str) -> dict[str, Any]:
+        return latency([float(r[key]) for r in selected if r[key] is not None])
+
+    by = {o: [r for r in rows if r["outcome"] == o] for o in outcomes}
+    return {
+        "turns": len(rows),
+        "written_share": round(len(by.get("written", [])) / len(rows), 4) if rows else None,
+        "by_outcome": {o: len(v) for o, v in by.items()},
+        "by_outcome_beside": {o: dict(Counter(r["beside"] for r in v)) for o, v in by.items()},
+        "cores_mean_by_outcome": {o: mean_cores(v) for o, v in by.items()},
+        "admitted_ms_by_outcome": {o: times(v, "admitted_ms") for o, v in by.items()},
+        "model_ms_by_outcome": {o: times(v, "model_ms") for o, v in by.items()},
+        # Written turns by what ran beside them: does the other model slow the fast one?
+        "written_first_ms_by_beside": {
+            b: latency([float(r["first_ms"]) for r in by.get("written", []) if r["beside"] == b])
+            for b in sorted({r["beside"] for r in by.get("written", [])})
+        },
+        "not_written": [r for r in rows if r["outcome"] != "written"],
+    }
 
 
 # --- the shoppers' messages ---------------------------------------------------------------
@@ -521,6 +748,8 @@ class LoadLane(WsLane):
             watched.last_done = None
         sample = await super()._send(step)
         done = watched.last_done if watched is not None else None
+        if done is not None and done.get("message_id"):
+            sample.extra["message_id"] = int(done["message_id"])
         if done is not None and done.get("degraded"):
             sample.extra["degraded"] = str(done["degraded"].get("reason", "?"))
             # The whole verdict (queue, slots, predicted and waited ms): the breakdown
@@ -746,6 +975,8 @@ def step_summary(run: StepRun) -> dict[str, Any]:
         # worker, the L3 stand-in, and "foreign" (everything else on the machine).
         "cores": run.cores,
         "loadavg_1m_end": round(os.getloadavg()[0], 2),
+        # Why L1 turns that planned a model were not model-phrased (issue #16).
+        "why_l1": run.why_l1,
     }
 
 
@@ -866,6 +1097,12 @@ def args_parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="a ~2-3 minute smoke run")
+    parser.add_argument(
+        "--short",
+        action="store_true",
+        help="the steps up to 25 sessions only (5, 10, 25), routing on, one Daphne "
+        "process: the model-phrased share in a few minutes, for iterating",
+    )
     parser.add_argument("--no-setup", action="store_true", help="skip migrate/seed")
     parser.add_argument(
         "--no-warmup",
@@ -879,6 +1116,8 @@ def args_parse(argv: list[str] | None) -> argparse.Namespace:
         args.procs_steps = [8]
         args.think_min_s, args.think_max_s, args.ramp_s = 1.0, 2.0, 2.0
         args.reply_timeout_s, args.step_deadline_s = 60.0, 75.0
+    if args.short:
+        args.steps, args.off_steps, args.procs_steps = [5, 10, 25], [], []
     missing = (set(args.off_steps) | set(args.procs_steps)) - set(args.steps)
     if missing:
         parser.error(f"--off-steps/--procs-steps {sorted(missing)} are not among --steps")
@@ -988,7 +1227,11 @@ def main(argv: list[str] | None = None) -> int:
         l3, l3_url = l3_server_start(parallel=args.l3_parallel, lifetime_s=lifetime, env=env)
         procs.append(l3)
         # A hosted L3 API would not use these cores at all.
-        info["l3_nice"] = {"nice": L3_STANDIN_NICE, "threads": renice(l3.pid, L3_STANDIN_NICE)}
+        info["l3_nice"] = {
+            "nice": L3_STANDIN_NICE,
+            "idle": L3_STANDIN_IDLE,
+            "threads": renice(l3.pid, L3_STANDIN_NICE, idle=L3_STANDIN_IDLE),
+        }
         os.environ["TIERDESK_L3_API_BASE"] = f"{l3_url}/v1"
         info["l3_api_base"] = f"{l3_url}/v1"
         log(f"L3 stand-in ({L3_STANDIN_MODEL}) at {l3_url}")
@@ -1016,7 +1259,10 @@ def main(argv: list[str] | None = None) -> int:
             # work on the machine took its cores (2026-12-02 02:48: 56 of 75 messages
             # unanswered at 25 sessions), which flattered the routing-off/on ratio.
             info[f"{phase}_l3_nice"] = renice(
-                l3.pid, MODEL_NICE if routing == "l3_only" else L3_STANDIN_NICE, absolute=True
+                l3.pid,
+                MODEL_NICE if routing == "l3_only" else L3_STANDIN_NICE,
+                absolute=True,
+                idle=L3_STANDIN_IDLE and routing != "l3_only",
             )
             redis_flush(env["REDIS_URL"])  # no limiter or breaker state carried over
             pool = DaphnePool(DAPHNE_PORT, daphnes, admission=admission)
@@ -1037,12 +1283,22 @@ def main(argv: list[str] | None = None) -> int:
                 info[f"{phase}_warmup"] = asyncio.run(warmup_run(warm, port=DAPHNE_PORT, args=args))
                 log(f"{phase}: warm-up {info[f'{phase}_warmup']}")
             phase_started = datetime.now(UTC)
+            sampler = CoreSampler(
+                model_server=model_server.proc.pid,
+                roles_by_nice=roles_by_nice(),
+                processes={"daphne": pool.pids, "l3_server": [l3.pid], "celery": worker_pids},
+            )
             for n in steps:
                 run = StepRun(phase=phase, sessions=n, convs=plans[n], daphne_processes=daphnes)
                 run.settle_s = settle([*pool.pids, l3.pid, model_server.proc.pid])
                 meter = CpuMeter(bench_pid=os.getpid(), daphne_pid=pool.pids[0], others=others)
                 log(f"{phase} {n} sessions x {args.messages} messages...")
-                asyncio.run(step_run(run, port=DAPHNE_PORT, args=args, meter=meter))
+                sampler.start()
+                try:
+                    asyncio.run(step_run(run, port=DAPHNE_PORT, args=args, meter=meter))
+                finally:
+                    sampler.stop()
+                run.why_l1 = why_l1_build(run, sampler)
                 run.memory = memory_read(
                     {**{f"daphne_{i}": p for i, p in enumerate(pool.pids)}, **others}
                 )
@@ -1151,6 +1407,7 @@ def report_build(
             "step_deadline_s": args.step_deadline_s,
             "seed": args.seed,
             "quick": args.quick,
+            "short": args.short,
             "mix": MIX,
             "message_sources": {
                 "L1": "bench/l1.py MIX (order status, delivery, refund, shipping; EN/ZH) "
@@ -1173,8 +1430,11 @@ def report_build(
                 "why": "the models share the 2 cores with the web tier: at nice 10 they "
                 "take every idle cycle but Daphne's I/O never waits behind a decoding step; "
                 "the model server's fallback role runs TIERDESK_FALLBACK_NICE (5) nicer "
-                "than its fast role; the L3 stand-in plays a hosted API that uses none of "
-                "these cores, at nice 19",
+                "than its fast role, and under SCHED_IDLE when TIERDESK_FALLBACK_IDLE (the "
+                "default outside tests); the L3 stand-in plays a hosted API that uses none "
+                "of these cores, at nice 19 and SCHED_IDLE (nice 10, normal policy, in "
+                "routing off, where it is the tier under test)",
+                "fallback_idle": settings.LOCAL_MODELS["fallback"]["CONFIG"].get("idle"),
             },
             "admission": {
                 "first_chunk_budget_ms": settings.TIERDESK_FIRST_CHUNK_BUDGET_MS,
@@ -1260,6 +1520,7 @@ def figures_build(
             out[f"{prefix}model_phrased_share_guard_kept_{n}"] = s.get(
                 "model_phrased_share_guard_kept"
             )
+            out[f"{prefix}l1_model_phrased_share_{n}"] = s["model_phrased_share_by_tier"].get("L1")
             model_l1 = s["model_first_chunk_ms"].get("L1", {})
             out[f"{prefix}l1_model_written_first_chunk_p50_ms_{n}"] = model_l1.get("p50")
             out[f"{prefix}sessions_waited_{n}"] = s["waiting_room"]["sessions_waited"]
@@ -1313,6 +1574,16 @@ def summary_print(report: dict[str, Any]) -> None:
                     str(fc["all"]["p95"]),
                     str(s["model_phrased_share"]),
                     s["wall_s"],
+                )
+            )
+    for n, s in report["routing_on"].items():
+        why = s.get("why_l1") or {}
+        if why.get("turns"):
+            print(
+                f"  L1 at {n} sessions: {why['turns']} turns planned a model; "
+                + "; ".join(
+                    f"{outcome} {count} (beside: {why['by_outcome_beside'][outcome]})"
+                    for outcome, count in why["by_outcome"].items()
                 )
             )
     print(f"  largest passing session count: {report['largest_passing_sessions']}")

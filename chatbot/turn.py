@@ -148,6 +148,9 @@ async def admitted_stream(plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnE
         if second.admitted:
             plan.role, ticket = fallback_role, second
             reply.fallback = {"reason": "busy"}
+    if ticket.elapsed_ms is not None:
+        # Stored with the reply: the part of the budget spent before any model was asked.
+        reply.meta["admitted_ms"] = round(ticket.elapsed_ms, 1)
     if not ticket.admitted:
         gate.gave_up(ticket)
         async for event in _degrade(plan, reply, ticket.degraded(PREDICTED)):

@@ -88,6 +88,7 @@ class Ticket:
     admitted_at: float = 0.0
     reason: str = ""
     loop_lag_ms: float = 0.0  # the loop's recent lateness the cut-off was moved by
+    elapsed_ms: float | None = None  # from the message's arrival to this verdict
 
     def degraded(self, reason: str, **detail: float | int | None) -> dict[str, object]:
         """The ``done`` frame's ``degraded`` object."""
@@ -101,6 +102,10 @@ class Ticket:
             out["predicted_ms"] = round(self.predicted_ms, 1)
         if self.loop_lag_ms:
             out["loop_lag_ms"] = round(self.loop_lag_ms, 1)
+        if self.elapsed_ms is not None:
+            # How much of the budget was gone before the model was asked (receiving,
+            # storing, planning): tells a slow plan from a slow model (issue #16).
+            out["admitted_ms"] = round(self.elapsed_ms, 1)
         out.update({k: v for k, v in detail.items() if v is not None})
         return out
 
@@ -168,8 +173,9 @@ class Admission:
         budget = budget_ms(tier)
         if count:
             self.planned[tier] += 1
+        elapsed_ms = (now - received_at) * 1000
         if not settings.TIERDESK_ADMISSION or budget <= 0:
-            return Ticket(True, tier, role, budget, None, admitted_at=now)
+            return Ticket(True, tier, role, budget, None, admitted_at=now, elapsed_ms=elapsed_ms)
         gate = gate_for(role)
         slots = gate.capacity
         in_flight = gate.active + gate.waiting
@@ -184,7 +190,6 @@ class Admission:
         send_ms = settings.TIERDESK_FIRST_CHUNK_SEND_MS + lag_ms
         target = max(1.0, budget - max(settings.TIERDESK_FIRST_CHUNK_MARGIN_MS, send_ms))
         deadline = received_at + max(1.0, budget - send_ms) / 1000
-        elapsed_ms = (now - received_at) * 1000
         load = load_bucket(in_flight)
         first = self.first_predicted(tier, load)
         hold = gate.hold.value
@@ -202,6 +207,7 @@ class Admission:
             slots=slots,
             admitted_at=now,
             loop_lag_ms=lag_ms,
+            elapsed_ms=elapsed_ms,
         )
         last = self.last_probe.get(tier, float("-inf"))
         if predicted <= target:

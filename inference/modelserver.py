@@ -60,16 +60,24 @@ def _warm(backend: LlamaCppBackend, requests: int) -> None:
         backend.complete(request)
 
 
-def _load_nicer(backend: LlamaCppBackend, nice: int) -> None:
-    """Load ``backend`` from a thread ``nice`` steps nicer than this one.
+def _load_nicer(backend: LlamaCppBackend, nice: int, *, idle: bool = False) -> None:
+    """Load ``backend`` from a thread ``nice`` steps nicer than this one (``idle``: and
+    under SCHED_IDLE, which runs only on cores nothing else wants).
 
-    Linux keeps a nice value per thread and a new thread starts with its creator's:
-    the llama.cpp server's loop thread is started by the thread that loads the model,
-    and its compute threads (an OpenMP team per loop thread) by the loop thread, so
-    every thread of that role runs at the loading thread's priority, and the other
-    roles keep theirs. On cores shared by the roles, a fast-model reply (L1, 400 ms
-    budget) then no longer waits behind a fallback-model prompt (issue #16)."""
-    if nice <= 0:
+    Linux keeps a nice value and a scheduling policy per thread and a new thread starts
+    with its creator's: the llama.cpp server's loop thread is started by the thread that
+    loads the model, and its compute threads by the loop thread, so every thread of that
+    role runs at the loading thread's priority, and the other roles keep theirs. On
+    cores shared by the roles, a fast-model reply (L1, 400 ms budget) then no longer
+    waits behind a fallback-model prompt (issue #16).
+
+    Five nice steps were not enough: llama.cpp's threads meet at a barrier after every
+    operation and spin while they wait, so the fast model runs at the pace of whichever
+    of its threads a fallback thread displaced. Measured (bench/l1_contention.py, 10 L1
+    prompts each): the fast model's first token p50 133 ms alone, 191 ms while the
+    fallback read L2 prompts, 286 ms beside those and one busy web core; with the
+    fallback at SCHED_IDLE 138, 144 and 208 ms."""
+    if nice <= 0 and not idle:
         backend.load()
         return
     failed: list[BaseException] = []
@@ -78,6 +86,9 @@ def _load_nicer(backend: LlamaCppBackend, nice: int) -> None:
         tid = threading.get_native_id()
         with contextlib.suppress(OSError):  # not allowed: load at this thread's priority
             os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)
+        if idle:
+            with contextlib.suppress(OSError, AttributeError):
+                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
         try:
             backend.load()
         except BaseException as exc:  # raised again in the caller's thread
@@ -114,7 +125,7 @@ def serve(
         config["host"] = host
         backend = LlamaCppBackend(role, config)
         started = time.perf_counter()
-        _load_nicer(backend, int(config.get("nice") or 0))
+        _load_nicer(backend, int(config.get("nice") or 0), idle=bool(config.get("idle")))
         _warm(backend, warmup)
         backends[role] = backend
         print(

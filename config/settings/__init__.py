@@ -539,6 +539,10 @@ INFERENCE_BACKENDS: dict[str, dict[str, Any]] = {
                 "n_parallel": env_int("TIERDESK_FALLBACK_PARALLEL", 4),
                 "n_ctx_per_slot": env_int("TIERDESK_FALLBACK_CTX", 2048),
                 "nice": env_int("TIERDESK_FALLBACK_NICE", 5),
+                # SCHED_IDLE in the model server: its threads run only on cores the fast
+                # model and the web tier leave idle (inference.modelserver._load_nicer;
+                # bench/l1_contention.py, issue #16). Off in test runs, as admission is.
+                "idle": env_bool("TIERDESK_FALLBACK_IDLE", TIERDESK_ENV != "test"),
             },
         },
     ),

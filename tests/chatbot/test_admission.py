@@ -70,11 +70,14 @@ async def test_l1_full_queue_sends_the_template_at_once(seeded_shop: None) -> No
     degraded = done["degraded"]
     assert degraded["reason"] == "predicted" and degraded["budget_ms"] == 400
     assert degraded["queue"] == gate.capacity and degraded["predicted_ms"] > 400
+    # How much of the budget receiving and planning took before admission was asked.
+    assert 0 < degraded["admitted_ms"] <= done["first_chunk_ms"]
     # The template carries the order's real facts; no model was asked.
     assert "W2611340" in shown(frames) and gate.waits == gate.capacity
     stored = await Message.objects.aget(pk=done["message_id"])
     assert stored.metadata["degraded"]["reason"] == "predicted"
     assert stored.metadata["model_planned"] is True
+    assert stored.metadata["admitted_ms"] == degraded["admitted_ms"]
     assert admission().figures()["L1"]["model_phrased_share"] == 0.0
     for _ in range(gate.capacity):
         gate.release()
