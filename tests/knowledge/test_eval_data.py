@@ -220,12 +220,16 @@ def test_the_probe_set_is_keyed_like_the_questions(
 ) -> None:
     """knowledge/eval/answers/probe.jsonl: questions written in session 10 to find
     failure modes beyond the dev split, and tuned on (split "probe", never reported as
-    held out). Same keys and the same grading contract as questions.jsonl."""
-    probes = _jsonl(EVAL / "answers" / "probe.jsonl")
+    held out); probe2.jsonl: session 11's, written from the articles before the changes
+    it measures (split "probe2"). Same keys and the same grading contract as
+    questions.jsonl."""
+    probes = [
+        p for name in ("probe", "probe2") for p in _jsonl(EVAL / "answers" / f"{name}.jsonl")
+    ]
     assert not {p["id"] for p in probes} & {q["id"] for q in questions}
     assert len({p["id"] for p in probes}) == len(probes)
     for p in probes:
-        assert set(p) == QUESTION_KEYS and p["split"] == "probe", p["id"]
+        assert set(p) == QUESTION_KEYS and p["split"] == p["id"].split("-")[0], p["id"]
         assert (p["trap"] in TRAPS) == (p["kind"] == "trap"), p["id"]
         if p["kind"] == "unanswerable":
             assert p["expect"] == [] and p["doc"] is None, p["id"]
