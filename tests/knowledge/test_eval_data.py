@@ -223,9 +223,7 @@ def test_the_probe_set_is_keyed_like_the_questions(
     held out); probe2.jsonl: session 11's, written from the articles before the changes
     it measures (split "probe2"). Same keys and the same grading contract as
     questions.jsonl."""
-    probes = [
-        p for name in ("probe", "probe2") for p in _jsonl(EVAL / "answers" / f"{name}.jsonl")
-    ]
+    probes = [p for name in ("probe", "probe2") for p in _jsonl(EVAL / "answers" / f"{name}.jsonl")]
     assert not {p["id"] for p in probes} & {q["id"] for q in questions}
     assert len({p["id"] for p in probes}) == len(probes)
     for p in probes:
