@@ -22,7 +22,16 @@ from dataclasses import dataclass, field
 _TOKEN = re.compile(r"[#$€£¥]?[A-Za-z]*[0-9][A-Za-z0-9.,:/\-]*")
 _TOKEN_CHARS = re.compile(r"[#$€£¥A-Za-z0-9.,:/\-]")
 CARRIERS = ("UPS", "FedEx", "USPS", "DHL", "SF Express", "顺丰", "EMS")
-_CARRIER_RE = re.compile("|".join(re.escape(c) for c in CARRIERS), re.IGNORECASE)
+# A Latin carrier's name is a whole word: without the boundaries "items" read as EMS
+# and "groups" as UPS, and the guard dropped a faithful sentence (seen in the L3
+# backpack test's replies, 2026-12-02). Chinese names have no word boundaries to need.
+_CARRIER_RE = re.compile(
+    "|".join(
+        rf"(?<![A-Za-z0-9]){re.escape(c)}(?![A-Za-z0-9])" if c.isascii() else re.escape(c)
+        for c in CARRIERS
+    ),
+    re.IGNORECASE,
+)
 
 
 def _norm(token: str) -> str:

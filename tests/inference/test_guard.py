@@ -50,6 +50,19 @@ def test_a_wrong_carrier_fails() -> None:
     assert not ok and "FedEx" in reason
 
 
+def test_a_carrier_is_a_whole_word() -> None:
+    """The word "items" holds EMS and "groups" UPS; neither names a carrier. A carrier
+    named in a sentence is still found, in either case and beside punctuation."""
+    ok, reason = check(
+        "Order #W2611340 has shipped with UPS, tracking 357962501027, by Nov 12, 2026. "
+        "All items in it ship in groups."
+    )
+    assert ok, reason
+    for text in ("It ships via EMS.", "It ships via ems", "(DHL) ships it", "顺丰发货"):
+        ok, reason = check(f"Order #W2611340 shipped with UPS, 357962501027, Nov 12, 2026. {text}")
+        assert not ok and "carrier" in reason, text
+
+
 def test_dropping_a_required_fact_fails() -> None:
     # The reply from ARCHITECTURE.md's measurement: polite, and says nothing.
     ok, reason = check("Thanks for asking! We are tracking your order for you.")
