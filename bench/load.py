@@ -542,9 +542,12 @@ def why_l1_build(run: StepRun, sampler: CoreSampler | None) -> dict[str, Any]:
         )
         detail = s.extra.get("degraded_detail") or {}
         admitted = s.extra.get("admitted_ms", detail.get("admitted_ms"))
+        started = sampler.series[0][0] if sampler is not None and sampler.series else None
         rows.append(
             {
                 "outcome": l1_outcome(s),
+                # When in the step it was sent (s): the ramp's first messages come in a burst.
+                "at_s": None if sent is None or started is None else round(sent - started, 1),
                 "beside": beside(window),
                 "first_ms": None if s.first_ms is None else round(s.first_ms, 1),
                 "server_first_ms": s.server_first_ms,
