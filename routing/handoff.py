@@ -22,15 +22,18 @@ hours is your support team online"). Three parts decide together:
   requests). It catches the requests the rule has no pattern for.
 
 The rule and the scorer decide together at the handoff rules' priority, before the
-complaint rules (session 10). A message with no word for a person, a team, support, a
+complaint rules (session 10); a rule's match counts only when the scorer gives it at
+least ``GATE`` (session 11). A message with no word for a person, a team, support, a
 bot or a callback never reaches the scorer (``handoff_cue``), so most messages cost one
-regex. The thresholds were chosen by grouped cross-validation over the read sets
-(``manage.py handoff_cv``, eval/handoff_cv.py; docs/routing.md).
+regex. The threshold, the gate and the regularisation were chosen by the honest
+cross-validation over the blind sets (``manage.py handoff_cv --honest``,
+eval/handoff_cv.py; docs/routing.md "Handoff, session 11").
 Sync and CPU-bound like the rest of the router: call it off the event loop.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import logging
 import math
@@ -39,7 +42,8 @@ import pickle
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -59,17 +63,22 @@ logger = logging.getLogger(__name__)
 
 EXAMPLES_FILE = Path(__file__).resolve().parent / "seed_data" / "handoff_examples.tsv"
 
-# Chosen by leave-one-set-out cross-validation over the read sets (session 10,
-# docs/routing.md): the best accuracy with at most 2% false handoffs on the sets left
-# out. With embeddings off (tests), the TF-IDF-only scorer's own point.
-THRESHOLD = 0.4
-THRESHOLD_NO_EMBEDDINGS = 0.6
-# The score a handoff rule's match needs to count: 0, a match counts whatever the scorer
-# says (session 10's cross-validation: every gate > 0 cost recall for no fewer false
-# handoffs once the vetoes took the rule's false matches).
-GATE = 0.0
-# Weak regularisation, as in the intent classifier: a few hundred examples.
-_C = 100.0
+# Chosen by the honest cross-validation (session 11, eval/handoff_cv.py, docs/routing.md
+# "Handoff, session 11"): the best accuracy with at most 2% false handoffs over the blind
+# sets, each measured with the vetoes, rule and training of its time; the same point with
+# embeddings on and off (0.931 / 1.4% and 0.930 / 1.9%). Session 10's 0.4 / 0.6 and no
+# gate came from a cross-validation that had the vetoes fitted to every fold; honestly
+# measured they gave 7.4% false handoffs (v4, blind: 7.3%).
+THRESHOLD = 0.8
+THRESHOLD_NO_EMBEDDINGS = 0.8
+# The score a handoff rule's match needs to count. Most honest false handoffs were the
+# rule's, on messages the scorer scored low (0.0-0.4): with 0.5 a match counts only when
+# the scorer half agrees (session 10 measured no gain, on folds whose vetoes had been
+# written from their own errors).
+GATE = 0.5
+# Regularisation: 10 (was 100) by the same cross-validation, at every gate and threshold
+# with a gate (0.931 / 1.85% nested, against 0.929 / 3.3%).
+_C = 10.0
 _EMBEDDING_WEIGHT = 2.0
 
 _DIGITS_RE = re.compile(r"\d+")
@@ -332,6 +341,132 @@ _ELLIPSIS_RE = re.compile(
 _CLAUSE_RE = re.compile(r"[^,.;!?，。；！？、]+[,.;!?，。；！？、]*")
 
 
+# --- session 11: classes of handoff_v4's read errors (handoff_classes_v4.tsv) ---------
+# Declining a person across the two languages ("no need 转人工", "不用 human 了").
+_ZH_PERSON = r"(?:转人工|人工客服|人工|真人客服|真人|客服|工作人员)"
+_EN_PERSON_WORD = (
+    r"(?:humans?|agents?|persons?|people|reps?|representatives?|staff|operators?|someone|"
+    r"somebody|anyone|support)"
+)
+_MIXED_DECLINE_RE = re.compile(
+    r"\b(?:no need|(?:do|does)(?:n'?t| not) need|don'?t (?:need|want)|dont (?:need|want)|"
+    rf"no more)\b ?(?:to |for |a |an |the |找|转|接)*{_ZH_PERSON}|"
+    rf"\bno ?{_ZH_PERSON} ?(?:needed|necessary|required|thanks)\b|"
+    r"(?:不用|不需要|不必|无需|没必要|不想|不要)(?:再|了)?(?:找|转|接|叫)?(?:一下)? ?(?:an? |the )?"
+    rf"{_EN_PERSON_WORD}\b"
+)
+# The shopper's own boss ("my manager asked me to order", "跟我领导商量一下", "我们 manager
+# 让我订"): a person on the shopper's side, never one to be put through to.
+_OWN_BOSS_RE = re.compile(
+    r"\b(?:my|our)(?: own)? (?:\w+ )?(?:boss|bosses|manager|managers|supervisor|team lead|"
+    r"team leader|line manager|superior|employer)\b|"
+    r"(?<![给帮叫让替请找])(?:我|我们)(?:公司|单位|部门)?(?:的)? ?(?:领导|老板|经理|主管|上司|组长|"
+    r"leader|manager|boss)"
+)
+# How to reach a person some other time, or how long it usually takes ("if i need a human
+# later, how do i reach one?", "以后有问题怎么找人工", "平时转人工一般要排多久？先问问"):
+# asked about, not asked for. Over the whole message, and not when it says now.
+_LATER_RE = re.compile(
+    r"\b(?:later(?: on)?|in (?:the )?future|next time|for future reference|down the (?:line|road)|"
+    r"some ?day|at some point|if ever|ever need|usually|normally|typically|generally|"
+    r"just curious|out of curiosity|not in a hurry|no rush)\b|"
+    r"以后|下次|将来|今后|往后|到时候|平时|平常|一般情况|随便问问|先问问|了解一下|不着急|不急"
+)
+_HOW_RE = re.compile(
+    r"\bhow\b|\bwhat(?:'s| is) the (?:best )?(?:way|process)\b|\bwhere\b|怎么|如何|怎样|"
+    r"哪里|哪儿|从哪|多久|多长时间|几分钟"
+)
+_NOW_RE = re.compile(
+    r"\b(?:now|right away|asap|immediately|straight away|urgent\w*)\b|"
+    r"现在|马上|立刻|立即|赶紧|快点|(?<!不)(?<!不着)急"
+)
+# A product, a service or a kind of person described, not someone of the shop's asked
+# for: "有真人试穿视频吗", "an authorised service agent", "a charger for someone with an
+# iphone", "how many people fit in the tent", "送给喜欢钓鱼的人".
+_DESCRIBES_RE = re.compile(
+    r"真人(?:试穿|上身|实拍|测评|评测|照片|图片|图|视频|演示|模特|展示|穿搭|实测)|"
+    r"\b(?:real|actual) (?:person|people|humans?) (?:wearing|using|modell?ing|trying)\b|"
+    r"\b(?:on|of) (?:an? )?(?:real|actual) (?:humans?|persons?|people)(?: models?)?\b|"
+    r"\bhuman models?\b|"
+    r"\b(?:authori[sz]ed|approved|certified|official|accredited|local) (?:service|repair|"
+    r"warranty) (?:agents?|centres?|centers?|partners?|points?|shops?)\b|"
+    r"\b(?:repair|travel|estate|shipping|freight|forwarding|customs|insurance|purchasing|"
+    r"booking|sourcing) agents?\b|"
+    r"\bfor (?:a |an |the )?(?:person|people|someone|somebody|kids?|adults?|men|women|children)"
+    r" (?:with|who|that|aged|over|under)\b|"
+    r"\b(?:for|fits?|sleeps?|seats?) (?:two|three|four|five|six|\d+) "
+    r"(?:people|persons|adults|kids)\b|"
+    r"\bpeople (?:with|who (?:have|has|are|wear|love|like))\b|"
+    r"\b(?:someone|somebody|a person) who (?:loves|likes|enjoys|has|owns|wears|is into|"
+    r"just started)\b|\bhow many (?:people|persons)\b|"
+    r"(?:适合|送给|送)[^,.;!?，。；！？]{0,12}的人|(?:能|可以)?(?:睡|坐|住|容纳|装)(?:下)?几个人|"
+    r"(?:扫地|擦窗|陪伴|早教|玩具|炒菜)机器人"
+)
+# Words for a person the cue lacked (session 11): an advisor or an expert, 上级 (one's
+# superior), 转接/接线 (to put through).
+_CUE_11_RE = re.compile(
+    r"\b(?:advis[oe]rs?|consultants?|experts?|hoo?mans?|hum+ans?)\b|上级|转接|接线|人呢"
+)
+# Asking for an earlier or named agent again ("can i talk to sarah again", "让昨天那个客服
+# 小哥来处理", "跟上次那个客服再聊聊"): a request, though it reports a past contact.
+_AGAIN_RE = re.compile(
+    r"\b(?:talk|speak|chat)(?:ing)? (?:to|with) (?:\w+ ){0,4}?again\b|"
+    r"\bsame (?:agent|person|rep|representative|lady|guy|colleague)\b|"
+    r"\b(?:agent|person|rep|lady|guy|colleague|someone) who (?:helped|handled|dealt with)\b"
+    r"[^.?!]{0,40}\b(?:again|pick|take|continue|finish)|"
+    r"(?:让|请|叫|找|跟|和)[^,.;!?，。；！？]{0,14}(?:那个|那位)[^,.;!?，。；！？]{0,6}(?:客服|小哥|"
+    r"小姐姐|同事|人)[^,.;!?，。；！？]{0,6}?(?:来|再|继续|接着)?(?:处理|跟进|聊|谈|说)"
+)
+# Misspelt words for a person or for speaking, one edit away (two in the long ones):
+# "sombody", "spaek", "servise", "persn" (session 11; the cue only lets the scorer look).
+_FUZZY_CUE_WORDS = (
+    "human",
+    "person",
+    "agent",
+    "someone",
+    "somebody",
+    "anyone",
+    "anybody",
+    "representative",
+    "service",
+    "support",
+    "operator",
+    "manager",
+    "supervisor",
+    "speak",
+    "talk",
+    "staff",
+    "customer",
+)
+# Real words one edit from those: no misspelling ("stuff" was the seed data's one hit).
+_FUZZY_NOT = frozenset(
+    [
+        "stuff",
+        "stiff",
+        "tall",
+        "task",
+        "tale",
+        "tail",
+        "take",
+        "sneak",
+        "steak",
+        "speck",
+        "manage",
+        "managed",
+        "manages",
+        "custom",
+        "customs",
+        "operate",
+        "operated",
+        "operates",
+        "supervise",
+        "supervised",
+        "representation",
+        "humid",
+    ]
+)
+_WORD_RE = re.compile(r"[a-z]{4,}")
+
 # Words with 人工/真人/机器 that name no person (the handoff rule's exceptions too).
 _NOT_A_PERSON_RE = re.compile(
     r"人工(?:智能|费|合成|草|缝|成本|湖|降|制|材|皮|呼吸|授|心|关节|种植|养殖|繁殖|造|审核)|人造|"
@@ -341,9 +476,40 @@ _NOT_A_PERSON_RE = re.compile(
 )
 
 
-def handoff_cue(normalised: str) -> bool:
-    """Whether the message names a person, a team, support or a bot at all."""
-    return _CUE_RE.search(_NOT_A_PERSON_RE.sub(" ", normalised)) is not None
+def handoff_cue(normalised: str, *, upto: int | None = None) -> bool:
+    """Whether the message names a person, a team, support or a bot at all (``upto``: as
+    in ``handoff_veto``; the misspelt forms came in session 11)."""
+    text = _NOT_A_PERSON_RE.sub(" ", normalised)
+    if _CUE_RE.search(text) is not None:
+        return True
+    if upto is not None and upto < 11:
+        return False
+    return _CUE_11_RE.search(text) is not None or any(
+        _near(word, target)
+        for word in _WORD_RE.findall(text)
+        if word not in _FUZZY_NOT
+        for target in _FUZZY_CUE_WORDS
+    )
+
+
+def _near(word: str, target: str) -> bool:
+    """Within one edit (an insertion, deletion, substitution or swap of neighbours) of
+    ``target``, or two for a target of 7 letters or more; the same word is no match
+    (the cue regex had it)."""
+    limit = 2 if len(target) >= 7 else 1
+    if word == target or abs(len(word) - len(target)) > limit or word[0] != target[0]:
+        return False
+    previous2: list[int] = []
+    previous = list(range(len(target) + 1))
+    for i, a in enumerate(word, 1):
+        row = [i]
+        for j, b in enumerate(target, 1):
+            cost = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (a != b))
+            if i > 1 and j > 1 and a == target[j - 2] and word[i - 2] == b:
+                cost = min(cost, previous2[j - 2] + 1)
+            row.append(cost)
+        previous2, previous = previous, row
+    return previous[-1] <= limit
 
 
 def _negated(clause: str) -> bool:
@@ -357,47 +523,108 @@ def _negated(clause: str) -> bool:
     return bool(_NO_PERSON_NEEDED_RE.search(clause) or _ZH_NEGATION_RE.search(clause))
 
 
-def handoff_veto(clause: str) -> str | None:
-    """Why this clause (normalised) is no request for a person, or None."""
-    if _negated(clause):
+# The session each veto came in (the git history of this file): the honest
+# cross-validation (eval/handoff_cv.py) measures a set only with the vetoes that existed
+# when it was first run blind, since a later one was written with its errors in view.
+# Extensions of a veto in later sessions are not told apart (docs/routing.md).
+VETO_SESSIONS = {
+    "declines": 7,
+    "asks_what_the_bot_is": 7,
+    "asks_for_hours_or_contact": 7,
+    "asks_about_staff": 8,
+    "delivery_or_pickup": 8,
+    "continues_a_vetoed_question": 8,
+    "asks_whether_needed": 9,
+    "shopper_is_human": 9,
+    "reports_or_compares": 9,
+    "asks_about_the_process": 10,
+    "names_a_role": 10,
+    "past_contact": 10,
+    "after_a_condition": 10,
+    "declines_mixed": 11,
+    "own_boss": 11,
+    "asks_how_later": 11,
+    "describes_someone": 11,
+    "asks_for_the_same_person": 11,
+}
+
+
+def _allowed(check: str, upto: int | None) -> bool:
+    return upto is None or VETO_SESSIONS[check] <= upto
+
+
+def handoff_veto(clause: str, *, upto: int | None = None) -> str | None:
+    """Why this clause (normalised) is no request for a person, or None. ``upto``: only
+    the vetoes of that session and before (the cross-validation; None: all)."""
+
+    def on(check: str, pattern: re.Pattern[str]) -> bool:
+        return _allowed(check, upto) and pattern.search(clause) is not None
+
+    if _allowed("declines", upto) and _negated(clause):
         return "declines"
-    if _IDENTITY_RE.search(clause):
+    if on("declines_mixed", _MIXED_DECLINE_RE):
+        return "declines"
+    if on("own_boss", _OWN_BOSS_RE):
+        return "names_a_role"
+    if on("asks_what_the_bot_is", _IDENTITY_RE):
         return "asks_what_the_bot_is"
-    if _PROCESS_RE.search(clause):
+    if on("asks_about_the_process", _PROCESS_RE):
         return "asks_about_the_process"
-    if _INFO_RE.search(clause) and not _CONTACT_ME_RE.search(clause):
+    if on("asks_for_hours_or_contact", _INFO_RE) and not _CONTACT_ME_RE.search(clause):
         return "asks_for_hours_or_contact"
-    if _PAST_CONTACT_RE.search(clause):
+    if on("past_contact", _PAST_CONTACT_RE):
         return "reports_or_compares"
-    put_through = _PUT_THROUGH_RE.search(clause) is not None
+    put_through = _PUT_THROUGH_RE.search(clause) is not None or on(
+        "asks_for_the_same_person", _AGAIN_RE
+    )
     if not put_through:
-        if _ABOUT_STAFF_RE.search(clause):
+        if on("asks_about_staff", _ABOUT_STAFF_RE):
             return "asks_about_staff"
-        if _DELIVERY_RE.search(clause):
+        if on("delivery_or_pickup", _DELIVERY_RE):
             return "delivery_or_pickup"
-        if _ROLE_RE.search(clause):
+        if on("names_a_role", _ROLE_RE):
             return "names_a_role"
+        if on("describes_someone", _DESCRIBES_RE):
+            return "describes_someone"
     # Whatever the verb: "do i have to talk to someone" asks whether one must.
-    if _WHETHER_NEEDED_RE.search(clause):
+    if on("asks_whether_needed", _WHETHER_NEEDED_RE):
         return "asks_whether_needed"
     if not put_through:
-        if _SHOPPER_IS_HUMAN_RE.search(clause):
+        if on("shopper_is_human", _SHOPPER_IS_HUMAN_RE):
             return "shopper_is_human"
-        if _REPORT_OR_OPINION_RE.search(clause):
+        if on("reports_or_compares", _REPORT_OR_OPINION_RE):
             return "reports_or_compares"
     return None
 
 
-def handoff_remainder(normalised: str) -> tuple[str, list[str]]:
-    """The message without its vetoed clauses, and the vetoes' reasons."""
+def handoff_remainder(normalised: str, *, upto: int | None = None) -> tuple[str, list[str]]:
+    """The message without its vetoed clauses, and the vetoes' reasons (``upto``: as
+    in ``handoff_veto``)."""
+    if (
+        _allowed("asks_how_later", upto)
+        and _LATER_RE.search(normalised)
+        and _HOW_RE.search(normalised)
+        and not _NOW_RE.search(normalised)
+    ):
+        return "", ["asks_about_the_process"]
     kept, reasons = [], []
     previous: str | None = None
     condition = False
     for clause in _CLAUSE_RE.findall(normalised) or [normalised]:
-        reason = handoff_veto(clause)
-        if reason is None and previous is not None and _ELLIPSIS_RE.match(clause.strip()):
+        reason = handoff_veto(clause, upto=upto)
+        if (
+            reason is None
+            and previous is not None
+            and _allowed("continues_a_vetoed_question", upto)
+            and _ELLIPSIS_RE.match(clause.strip())
+        ):
             reason = previous
-        if reason is None and condition and _WILL_QUESTION_RE.match(clause.strip()):
+        if (
+            reason is None
+            and condition
+            and _allowed("after_a_condition", upto)
+            and _WILL_QUESTION_RE.match(clause.strip())
+        ):
             reason = "asks_about_the_process"
         condition = _CONDITION_RE.search(clause.strip()) is not None
         previous = reason
@@ -565,9 +792,10 @@ def _stored_path(key: str) -> Path:
 
 def handoff_scorer_get() -> HandoffScorer:
     """This process's scorer. Trained from files, so every process would train the
-    same one: the first stores it under VAR_DIR and the others load it (~10 ms), since
-    embedding its ~1,800 examples takes tens of seconds on a busy 2-core machine. Called
-    in the start-up preload with the router, off the event loop."""
+    same one: the first stores it under VAR_DIR and the others load it (0.1 s), since
+    training it with embeddings takes seconds (9 s cold on this machine, session 11; 41 s
+    at session 10's C 100). Called in the start-up preload with the router, off the
+    event loop."""
     global _scorer, _scorer_embeddings
     embeddings = bool(settings.TIERDESK_ROUTER_EMBEDDINGS)
     scorer = _scorer
@@ -579,9 +807,33 @@ def handoff_scorer_get() -> HandoffScorer:
         if _scorer is None or _scorer_embeddings != embeddings:
             samples = training_samples()
             key = _training_key(samples, embeddings)
-            _scorer = _scorer_load(key) or _scorer_store(key, samples, embeddings)
+            _scorer = _scorer_load(key)
+            if _scorer is None:
+                # Processes that start together (Daphne, the Celery worker, test
+                # workers) train once: the others wait for the first and load its file.
+                with _train_lock(key):
+                    _scorer = _scorer_load(key) or _scorer_store(key, samples, embeddings)
             _scorer_embeddings = embeddings
         return _scorer
+
+
+@contextmanager
+def _train_lock(key: str) -> Iterator[None]:
+    """An exclusive lock on VAR_DIR/handoff/scorer-KEY.lock (released when the holder
+    exits, however it exits); without a writable VAR_DIR, no lock."""
+    path = _stored_path(key).with_suffix(".lock")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = path.open("a")
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _scorer_load(key: str) -> HandoffScorer | None:
@@ -641,6 +893,7 @@ def handoff_decide(
     rules: Sequence[_Rule],
     scorer: HandoffScorer | None,
     embedding_of: Callable[[str], np.ndarray | None],
+    upto: int | None = None,
 ) -> HandoffVerdict:
     """Whether ``normalised`` asks for a person: the handoff rules and the scorer on what
     is left after the vetoed clauses. The router asks at the handoff rules' priority, so
@@ -648,10 +901,11 @@ def handoff_decide(
     two-requests) take it (session 10). A rule match counts when the scorer gives it at
     least ``scorer.gate``; the scorer alone at ``scorer.threshold`` (both chosen by
     grouped cross-validation, docs/routing.md). ``embedding_of(text)``: that text's
-    sentence embedding."""
+    sentence embedding; ``upto``: only the vetoes of that session and before (the
+    cross-validation)."""
     from routing.text import text_tokens
 
-    remainder, vetoed = _remainder(normalised)
+    remainder, vetoed = _remainder(normalised, upto=upto)
     if not remainder:
         return HandoffVerdict(False, None, vetoed)
     tokens = len(text_tokens(remainder))
@@ -681,12 +935,12 @@ def handoff_decide(
     return HandoffVerdict(score >= scorer.threshold, score, {**reason, **vetoed})
 
 
-def _remainder(normalised: str) -> tuple[str, dict[str, Any]]:
+def _remainder(normalised: str, *, upto: int | None = None) -> tuple[str, dict[str, Any]]:
     """The text left to decide on ("" when nothing names a person), and the vetoes as
     a reason (the router's shape: a rule's reason stays the rule's)."""
-    if not handoff_cue(normalised):
+    if not handoff_cue(normalised, upto=upto):
         return "", {}
-    remainder, vetoes = handoff_remainder(normalised)
-    if not handoff_cue(remainder):
+    remainder, vetoes = handoff_remainder(normalised, upto=upto)
+    if not handoff_cue(remainder, upto=upto):
         remainder = ""
     return remainder, ({"vetoed": vetoes} if vetoes else {})

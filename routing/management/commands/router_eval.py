@@ -11,11 +11,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from routing.classifier import classifier_samples, classifier_train
-from routing.eval.data import HANDOFF_BLIND_SETS, HANDOFF_CLASSES_FILE
+from routing.eval.data import HANDOFF_BLIND_SETS, HANDOFF_READ_SETS
 from routing.eval.evaluate import (
-    HANDOFF_DEV_FILE,
-    HANDOFF_V2_FILE,
-    HANDOFF_V3_FILE,
     HELDOUT_FILE,
     TRAIN_FILE,
     evaluate,
@@ -53,22 +50,10 @@ class Command(BaseCommand):
         items = labelled_load(HELDOUT_FILE if options["split"] == "heldout" else TRAIN_FILE)
         samples = classifier_samples()
         if options["split"] == "heldout":
-            handoff_items = handoff_load()
-            handoff_v2 = handoff_load(HANDOFF_V2_FILE)
-            handoff_v3 = handoff_load(HANDOFF_V3_FILE)
-            handoff_dev = handoff_load(HANDOFF_DEV_FILE)
-            handoff_classes = handoff_load(HANDOFF_CLASSES_FILE)
+            read = [(path, handoff_load(path)) for path in HANDOFF_READ_SETS]
             blind = [(path, handoff_load(path)) for path in HANDOFF_BLIND_SETS]
             leaked = leaks(
-                heldout=[
-                    *items,
-                    *handoff_items,
-                    *handoff_v2,
-                    *handoff_v3,
-                    *handoff_dev,
-                    *handoff_classes,
-                    *(item for _, b in blind for item in b),
-                ],
+                heldout=[*items, *(item for _, b in read + blind for item in b)],
                 training_texts=[text for text, _ in samples],
             ) + leaks(
                 # The handoff scorer's training (routing/handoff.py): its examples and,
@@ -111,11 +96,7 @@ class Command(BaseCommand):
             # since session 10 (their blind estimate is `manage.py handoff_cv`).
             for key, name, handoff_set in (
                 *((path.stem, f"{path.name}, blind", b) for path, b in blind),
-                ("handoff", "handoff.tsv, read in session 7, trained on", handoff_items),
-                ("handoff_v3", "handoff_v3.tsv, read in session 9, trained on", handoff_v3),
-                ("handoff_v2", "handoff_v2.tsv, read in session 8, trained on", handoff_v2),
-                ("handoff_dev", "handoff_dev.tsv, dev, trained on", handoff_dev),
-                ("handoff_classes", "handoff_classes.tsv, dev, trained on", handoff_classes),
+                *((path.stem, f"{path.name}, read, trained on", b) for path, b in read),
             ):
                 handoff = handoff_evaluate(items=handoff_set, snapshot=snapshot)
                 result[key] = handoff
@@ -168,7 +149,7 @@ def _figures_merge(path: Path, result: dict[str, Any]) -> None:
             "heldout_complex_sent_to_l1": result["overall"]["complex_sent_to_l1"],
         }
     )
-    for key in ("handoff", "handoff_v2", "handoff_v3", "handoff_dev"):
+    for key in ("handoff", "handoff_v2", "handoff_v3", "handoff_v4", "handoff_dev"):
         handoff = result[key]
         for name in (
             "accuracy",
@@ -196,6 +177,7 @@ def _figures_merge(path: Path, result: dict[str, Any]) -> None:
         "handoff": result["handoff"],
         "handoff_v2": result["handoff_v2"],
         "handoff_v3": result["handoff_v3"],
+        "handoff_v4": result["handoff_v4"],
         "handoff_dev": {k: v for k, v in result["handoff_dev"].items() if k != "errors"},
     }
     path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
