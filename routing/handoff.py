@@ -793,9 +793,8 @@ def _stored_path(key: str) -> Path:
 def handoff_scorer_get() -> HandoffScorer:
     """This process's scorer. Trained from files, so every process would train the
     same one: the first stores it under VAR_DIR and the others load it (0.1 s), since
-    training it with embeddings takes seconds (9 s cold on this machine, session 11; 41 s
-    at session 10's C 100). Called in the start-up preload with the router, off the
-    event loop."""
+    training it with embeddings takes seconds (about 8 s cold on this machine, session
+    11). Called in the start-up preload with the router, off the event loop."""
     global _scorer, _scorer_embeddings
     embeddings = bool(settings.TIERDESK_ROUTER_EMBEDDINGS)
     scorer = _scorer

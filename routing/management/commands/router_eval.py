@@ -149,7 +149,10 @@ def _figures_merge(path: Path, result: dict[str, Any]) -> None:
             "heldout_complex_sent_to_l1": result["overall"]["complex_sent_to_l1"],
         }
     )
-    for key in ("handoff", "handoff_v2", "handoff_v3", "handoff_v4", "handoff_dev"):
+    # The read sets above, and every blind set of this run (HANDOFF_BLIND_SETS) under
+    # its file's stem, so that a blind run's figures land in the report by themselves.
+    blind = [path.stem for path in HANDOFF_BLIND_SETS]
+    for key in ("handoff", "handoff_v2", "handoff_v3", "handoff_v4", "handoff_dev", *blind):
         handoff = result[key]
         for name in (
             "accuracy",
@@ -179,5 +182,6 @@ def _figures_merge(path: Path, result: dict[str, Any]) -> None:
         "handoff_v3": result["handoff_v3"],
         "handoff_v4": result["handoff_v4"],
         "handoff_dev": {k: v for k, v in result["handoff_dev"].items() if k != "errors"},
+        **{key: result[key] for key in blind},
     }
     path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
