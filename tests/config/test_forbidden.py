@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.test import Client
 
 pytestmark = pytest.mark.django_db
@@ -25,11 +25,28 @@ def test_denied_operator_console_is_a_page_and_one_log_line(
     page = response.content.decode()
     assert "You don't have access to this page" in page and "console.css" in page
     assert "support" in page  # who is signed in, so they know why
+    assert "<strong>operators</strong> group" in page
     denied = [r for r in caplog.records if r.name == "django.request"]
     assert len(denied) == 1 and "Forbidden" in denied[0].getMessage()
     # The configured handler prints it as one line: no traceback attached.
     assert denied[0].exc_info is None
     assert "\n" not in handler.format(denied[0])
+
+
+def test_denied_desk_names_the_agents_group_not_the_operators() -> None:
+    """An operator opening /desk/ was told the page was the operator console's."""
+    from releases.permissions import groups_ensure
+
+    groups_ensure()
+    user = User.objects.create_user("op", "op@example.com", "pw", is_staff=True)
+    user.groups.add(Group.objects.get(name="operators"))
+    client = Client()
+    client.force_login(user)
+    response = client.get("/desk/")
+    assert response.status_code == 403
+    page = response.content.decode()
+    assert "<strong>support agents</strong> group" in page
+    assert "<strong>operators</strong> group" not in page
 
 
 def test_readiness_503_while_warming_up_is_not_logged_as_an_error(
