@@ -121,3 +121,9 @@ def fmt_pct(value: float) -> str:
 
 def fmt_usd(value: float) -> str:
     return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def fmt_minutes(value: float) -> str:
+    # Three significant digits: with one decimal a 3-second first reply (0.05 min) put
+    # "0.0, 0.0, 0.1, 0.1, 0.1" on the axis (seen in the console, 2026-12-02).
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"

@@ -35,7 +35,7 @@ from releases.metrics import Window
 from releases.models import Release
 from releases.selectors import dashboard, release_overview
 
-from .charts import fmt_ms, fmt_pct, fmt_usd, line_chart
+from .charts import fmt_minutes, fmt_ms, fmt_pct, fmt_usd, line_chart
 
 ACTIONS = ("start", "weight", "pause", "resume", "promote", "rollback")
 HOURS_CHOICES = (1, 6, 24, 72, 168)
@@ -148,7 +148,7 @@ def _handoff(hours: int) -> dict[str, Any]:
             line_chart(
                 {"first human reply (min)": series["first human reply (min)"]},
                 title=_("Time to first human reply (min)"),
-                fmt=lambda v: f"{v:.1f}",
+                fmt=fmt_minutes,
                 chart_id="chart-handoff-first-reply",
             ),
         ],

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from frontend.charts import fmt_pct, line_chart
+from frontend.charts import fmt_minutes, fmt_pct, line_chart
 from releases import services
 from releases.models import Release
 from tests.releases.conftest import release_clock, staff  # noqa: F401 (fixtures)
@@ -105,3 +105,18 @@ def test_chart_axis_shows_dates_over_more_than_a_day() -> None:
     week = axis(168)
     assert ">Nov 28 09:00<" in week and ">Dec 05 09:00<" in week
     assert ">Nov 29 21:00<" in axis(72)
+
+
+def test_minute_axis_labels_are_distinct_for_short_waits() -> None:
+    """A 3-second first human reply is 0.05 min: the axis read "0.0, 0.0, 0.1, 0.1, 0.1"."""
+    import re
+
+    start = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
+    for wait in (0.05, 0.4, 3.0, 40.0, 400.0):
+        points: list[tuple[datetime, float | None]] = [
+            (start, wait),
+            (start + timedelta(hours=1), wait),
+        ]
+        svg = str(line_chart({"m": points}, title="t", fmt=fmt_minutes, chart_id="c"))
+        ticks = re.findall(r'x="50" y="[0-9.]+" class="tick" text-anchor="end">([^<]*)<', svg)
+        assert len(ticks) == 5 and len(set(ticks)) == 5, (wait, ticks)
