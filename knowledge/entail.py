@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from . import lexicon
 from . import text as ktext
 from .grounding import COURTESY
 from .text import is_qualified
@@ -631,7 +632,7 @@ def _zh_word_found(word: str, text: str, chars: set[str]) -> bool:
         return not own or own[0] in chars
     # A longer word counts when half its characters are there ("皮夹克" is about the
     # 夹克 the passage names); a two-character word must be there as it is.
-    return len(own) > 2 and sum(ch in chars for ch in own) * 2 >= len(own)
+    return len(own) == 3 and sum(ch in chars for ch in own) >= 2
 
 
 def character_share(question: str, text: str) -> float:
@@ -655,6 +656,9 @@ def question_coverage(
     stems = _tokens(text)
     chars = _zh_chars(text)
     out = Coverage()
+    # A tag question states the shopper's figure to have it confirmed ("free shipping
+    # kicks in at $75, right?"): the passage answers it with its own figure.
+    numbers_count = not _TAG.search(question)
     for word in ktext.question_keywords(question):
         lowered = word.lower()
         if lowered in _QUESTION_FILLER or lowered in _COURTESY or not lowered.strip("?？!！.,"):
@@ -665,10 +669,22 @@ def question_coverage(
             continue
         if not numbers and quantities(word) and not _terms(word):
             continue
+        if not numbers_count and quantities(word) and not _terms(word):
+            continue
         if ktext.has_cjk(word):
-            found = _zh_word_found(word, text, chars)
+            found = _zh_word_found(word, text, chars) or any(
+                _zh_word_found(alt, text, chars)
+                for alt in lexicon.alternatives(word, goods_in_general=False)
+            )
         else:
-            found = bool(_tokens(lowered) & stems) or not _tokens(lowered)
+            own = _tokens(lowered)
+            found = bool(own & stems) or not own
+            # The shop's other words for it (postage: shipping; a phone: electronics).
+            found = found or any(
+                {_SYNONYMS.get(a, a) for a in lexicon.alternatives(t, goods_in_general=False)}
+                & stems
+                for t in ktext.index_tokens(lowered)
+            )
         out.terms.append(word)
         if not found:
             out.missing.append(word)
@@ -683,9 +699,22 @@ def question_coverage(
         out.missing_nouns = [
             w
             for w in out.missing
-            if w.lower() in named and not (ktext.has_cjk(w) and _zh_head(w) in chars)
+            if w.lower() in named
+            and not (ktext.has_cjk(w) and _zh_head(w) in chars)
+            and not _goods_covered(w, text, stems)
         ]
     return out
+
+
+def _goods_covered(word: str, text: str, stems: set[str]) -> bool:
+    """A kind of the shop's goods (jeans, 外套) and a passage whose rule is stated for
+    items or clothes in general ("You can exchange an item ... for another size"): the
+    rule covers it, so it is not the thing the passage leaves out. It still counts as
+    missing in the share, so a passage that only mentions items somewhere doesn't
+    answer "is the fleece jacket warm enough for skiing?"."""
+    if ktext.has_cjk(word):
+        return any(alt in text for alt in lexicon.alternatives(word) if alt not in word)
+    return any(lexicon.alternatives(t) & stems for t in ktext.index_tokens(word.lower()))
 
 
 # A question tag: the shopper states something and asks to have it confirmed.

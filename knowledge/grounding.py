@@ -176,7 +176,11 @@ def passage_extract(question: str, passages: list[str], *, max_chars: int) -> st
     their own order, up to ``max_chars``: an answer grounded by construction (the
     widget shows the passage's title and link under it, as a citation).
     ``passages`` are best first; the first wins ties."""
-    wanted = set(ktext.index_tokens(question))
+    from .lexicon import expand_tokens
+
+    # The question's words and the shop's other words for them (the passage says
+    # "shipping" where the shopper said "postage").
+    wanted = set(expand_tokens(ktext.index_tokens(question)))
     best: tuple[int, list[str]] | None = None
     for text in passages:
         sentences = [s.strip() for s in _SENTENCE.split(" ".join(text.split())) if s.strip()]

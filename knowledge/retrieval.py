@@ -28,7 +28,7 @@ from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
 
-from . import embedding
+from . import embedding, lexicon
 from . import text as ktext
 from .index import IndexSnapshot, SnapshotVectorStore, get_snapshot
 
@@ -72,7 +72,9 @@ class JiebaBM25Retriever(BaseRetriever):
         if seg is None or seg.bm25 is None or not len(seg):
             return []
         vocab = seg.bm25.vocab_dict
-        terms = [t for t in ktext.index_tokens(query_bundle.query_str) if t in vocab]
+        # The question's terms and the shop's other words for them (knowledge.lexicon).
+        tokens = lexicon.expand_tokens(ktext.index_tokens(query_bundle.query_str))
+        terms = [t for t in tokens if t in vocab]
         if not terms:
             return []
         k = min(self._top_k, len(seg))

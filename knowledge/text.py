@@ -62,6 +62,12 @@ def _stemmer() -> Any:
     return Stemmer.Stemmer("english")
 
 
+# Everyday online-shopping words jieba's dictionary lacks, which it cuts into other
+# words: 包邮 (free shipping) became 钱包 "wallet" + 邮 in "买多少钱包邮", 自提
+# (pickup) became 取自 + 提 in "取自提订单". Words of the trade, not of one article
+# (knowledge.lexicon says what they mean in the articles' words).
+SHOP_WORDS_ZH = ("包邮", "自提", "代取", "到账", "运费险", "货到付款", "取件", "退钱")
+
 _jieba_lock = threading.Lock()
 _jieba_ready = False
 
@@ -75,6 +81,8 @@ def _jieba() -> Any:
             if not _jieba_ready:
                 jieba.setLogLevel(logging.WARNING)
                 jieba.initialize()
+                for word in SHOP_WORDS_ZH:
+                    jieba.add_word(word, freq=50000)
                 _jieba_ready = True
     return jieba
 
@@ -140,13 +148,23 @@ def keyword_coverage(keywords: list[str], passage: str, passage_terms: frozenset
     Chinese ones as substrings (no segmentation mismatch possible)."""
     if not keywords:
         return 0.0
+    from .lexicon import alternatives
+
     stem = _stemmer().stemWord
     found = 0
     for word in keywords:
         if _IS_CJK.match(word):
-            found += word in passage or zh_chars_found(word, passage)
+            found += (
+                word in passage
+                or zh_chars_found(word, passage)
+                or any(alt in passage for alt in alternatives(word, goods_in_general=False))
+            )
         else:
-            found += (word if word[0].isdigit() else stem(word)) in passage_terms
+            term = word if word[0].isdigit() else stem(word)
+            # The shop's other words for it count too (lexicon: postage for shipping).
+            found += term in passage_terms or bool(
+                alternatives(term, goods_in_general=False) & passage_terms
+            )
     return found / len(keywords)
 
 

@@ -145,3 +145,38 @@ def test_retrieval_finds_a_long_chinese_word_by_its_characters() -> None:
     assert text.keyword_coverage(["邮政信箱"], boots, frozenset()) == 0.0
     payment = "我们接受信用卡、借记卡、PayPal和礼品卡。退款会退回原支付方式。"
     assert text.keyword_coverage(["货到付款"], payment, frozenset()) == 0.0
+
+
+def test_the_shops_other_words_and_broader_rules_count_for_coverage() -> None:
+    """knowledge.lexicon: the shopper's word for what the passage names ("postage":
+    shipping, 包邮: 免运费), a rule stated for what covers it (electronics for a phone,
+    someone else for a husband), and a kind of goods under a rule for items, which
+    exempts it from the noun rule but not from the share."""
+    shipping = "Standard shipping is free when your order is over $50."
+    assert entail.question_coverage("when is postage free on my order?", [shipping]).answers
+    # A tag question's own figure is what the passage corrects: not a missing word.
+    assert entail.question_coverage("free shipping starts at $75, right?", [shipping]).answers
+    recycling = "We only accept clothing and shoes; we do not take electronics or bags."
+    assert "phones" not in entail.question_coverage("do you take phones?", [recycling]).missing
+    zh = entail.question_coverage("旧手机能回收吗？", ["我们只回收衣服和鞋子，不回收电子产品。"])
+    assert "手机" not in zh.missing
+    pickup = "Someone else can collect your order only if you add their name at checkout."
+    assert entail.question_coverage("can my husband collect my order?", [pickup]).answers
+    exchange = "You can exchange an item from a delivered order for another size."
+    jeans = entail.question_coverage("can I exchange jeans for another size?", [exchange])
+    assert jeans.missing == ["jeans"] and jeans.answers
+    stitching = "Stitching costs $9.50 per item."
+    skiing = entail.question_coverage("is the fleece jacket warm for skiing?", [stitching])
+    assert not skiing.answers
+    # A set phrase of four characters is not found by half of them (货到付款 is not the
+    # 付款 and 到账 of a refund passage).
+    refund = "付款后退款到账需要5到7个工作日。"
+    assert "货到付款" in entail.question_coverage("你们支持货到付款吗？", [refund]).missing
+
+
+def test_shop_words_jieba_lacks_are_cut_as_words() -> None:
+    from knowledge import text as ktext
+
+    words = ktext.question_keywords("买多少钱包邮？")
+    assert "包邮" in words and "钱包" not in words
+    assert "自提" in ktext.question_keywords("我老公能帮我去取自提订单吗？")

@@ -1,0 +1,182 @@
+"""The shop's words: how shoppers name what the help articles name differently.
+
+A shopper asks about "postage", a "coat", a "voucher" or 客服; the articles say
+shipping, jacket, coupon, 员工. Retrieval (BM25 terms and the keyword share that marks
+a passage relevant), the question-coverage check (does the passage hold what the
+question asks about?) and the extract's choice of sentences look words up here too.
+
+Two relations, both written once for the shop's domain (clothing, shoes and their
+services: shipping, returns, refunds, gift cards, membership, pickup, repairs), from
+the articles' vocabulary and the everyday words for it, not from any evaluation
+question:
+
+- ``SAME``: words a shopper uses for the same thing (each line a group; a word's
+  alternatives are the other words of every group it is in, not transitively);
+- ``BROADER``: a specific word and what a rule about it is stated for: a rule about
+  "electronics" answers a question about phones, one about "someone else" a question
+  about a husband; never the other way round.
+
+Not used by the entailment check (``entail.claim_check``): a generated sentence must
+still say what the passage says in the passage's own terms, so a synonym here can make
+a question count as answered, never a claim count as backed.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from . import text as ktext
+
+# English: one group per line (words, stemmed when read).
+_SAME_EN = """
+postage shipping delivery courier carriage
+swap swapped switch exchange exchanged trade
+money cash
+fix mend repair
+coupon voucher
+promo discount coupon
+shut close closing
+collect pickup pick grab fetch
+letters characters
+cheaper cheap price
+detach remove off
+another different
+shop store
+jacket coat
+trainers sneakers footwear shoes
+denim jeans
+pants trousers jeans
+hem hemming shorten shortened hemmed
+guarantee warranty guaranteed
+waterproof rainproof rain watertight
+refund reimburse reimbursement
+expire expiry valid validity lapse
+annual yearly
+authenticator factor 2fa
+bag backpack purse handbag
+"""
+# Chinese: the same, words as jieba cuts them.
+_SAME_ZH = """
+外套 夹克
+快递 邮寄 寄 配送
+加急 快速
+运费 邮费
+包邮 免运费
+客服 员工 工作人员 店员
+取件 取货 自提 提货 代取 取
+包包 包 背包
+修 修理 维修 修补
+磨坏 磨损 损耗
+裤脚 裤长
+会员卡 会员
+储蓄卡 借记卡 银行卡
+过期 有效 有效期
+优惠码 促销码
+优惠券 代金券
+下雨 雨天 防水
+退钱 退款
+钱 金额 费用
+买 购买 消费 下单
+鞋子 鞋 运动鞋 跑鞋
+"""
+# A specific word -> the words a rule covering it is stated with.
+_BROADER_EN = """
+phone phones laptop tablet headphones camera smartwatch: electronics device
+husband wife partner friend sister brother mother father mom dad son daughter neighbour
+neighbor colleague relative: someone else
+amazon ebay walmart zalando: competitor
+machine: wash
+"""
+_BROADER_ZH = """
+手机 电脑 平板 耳机 相机: 电子产品 设备
+老公 老婆 丈夫 妻子 朋友 家人 同事 邻居 妈妈 爸爸 孩子 室友: 他人 代取人
+别家 别的店 其他店: 其他
+皮包 皮夹克 皮鞋: 皮革
+洗衣机 机洗: 洗
+"""
+# The shop's goods by kind: a rule stated for items, products or clothes in general
+# covers them (the one hypernym every question about a product has).
+_GOODS_EN = """
+jacket coat fleece jeans denim trousers pants shirt shirts tshirt tee sweater hoodie
+boots boot shoes sneakers trainers helmet backpack bag hat socks
+"""
+_GOODS_ZH = """
+夹克 外套 抓绒 牛仔裤 裤子 衬衫 T恤 上衣 毛衣 卫衣 靴子 登山靴 鞋 鞋子 运动鞋 跑鞋
+头盔 背包 包 包包 帽子 袜子
+"""
+_GENERAL_EN = "item items product products clothes clothing"
+_GENERAL_ZH = "商品 物品 东西 衣服"
+
+
+def _stem(word: str) -> str:
+    tokens = ktext.index_tokens(word)
+    return tokens[0] if tokens else word.lower()
+
+
+def _groups(block: str, *, zh: bool) -> list[set[str]]:
+    out = []
+    for line in block.strip().splitlines():
+        words = line.split()
+        out.append({w if zh else _stem(w) for w in words})
+    return out
+
+
+def _broader(block: str, *, zh: bool) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    pending = ""
+    for line in block.strip().splitlines():
+        pending += " " + line
+        if ":" not in line:
+            continue
+        specific, general = pending.split(":", 1)
+        pending = ""
+        wide = {w if zh else _stem(w) for w in general.split()}
+        for word in specific.split():
+            out.setdefault(word if zh else _stem(word), set()).update(wide)
+    return out
+
+
+@cache
+def _tables(zh: bool, broader: bool, goods_in_general: bool) -> dict[str, frozenset[str]]:
+    """{English stem or Chinese word: its alternatives}: the same words; with
+    ``broader`` also what covers it; with ``goods_in_general`` also items in general
+    for a kind of goods."""
+    same, wider, goods, general = (
+        (_SAME_ZH, _BROADER_ZH, _GOODS_ZH, _GENERAL_ZH)
+        if zh
+        else (_SAME_EN, _BROADER_EN, _GOODS_EN, _GENERAL_EN)
+    )
+    out: dict[str, set[str]] = {}
+    for group in _groups(same, zh=zh):
+        for word in group:
+            out.setdefault(word, set()).update(group - {word})
+    if broader:
+        for word, wide in _broader(wider, zh=zh).items():
+            out.setdefault(word, set()).update(wide)
+    if goods_in_general:
+        kinds = {w if zh else _stem(w) for w in general.split()}
+        for word in goods.split():
+            out.setdefault(word if zh else _stem(word), set()).update(kinds)
+    return {w: frozenset(a - {w}) for w, a in out.items()}
+
+
+def alternatives(
+    word: str, *, broader: bool = True, goods_in_general: bool = True
+) -> frozenset[str]:
+    """The other words that name ``word`` (an English stem as ``ktext.index_tokens``
+    makes it, or a Chinese word); with ``broader``, what covers it; with
+    ``goods_in_general``, items in general for a kind of goods (for the coverage
+    check: would a passage about items answer a question about a jacket? Not for
+    relevance or ranking, where every passage on items would match)."""
+    table = _tables(ktext.has_cjk(word), broader, broader and goods_in_general)
+    return table.get(word, frozenset())
+
+
+def expand_tokens(tokens: list[str]) -> list[str]:
+    """``tokens`` (index tokens) and the same words for them, each once, originals
+    first (for ranking: a broader word would favour every passage about items)."""
+    out = dict.fromkeys(tokens)
+    for token in tokens:
+        for alt in sorted(alternatives(token, broader=False)):
+            out.setdefault(alt, None)
+    return list(out)
