@@ -225,9 +225,22 @@ class EntailmentGuard:
                 tail += ("" if cjk else " ") + added
                 self.verdict.meta["extract_added"] = True
             return tail
-        if self._refused and not self._dropped:
+        if self._refused and not self._dropped and not self.extract:
             self.verdict = Verdict(
                 ok=False, label="abstained", reason="model didn't know", replacement=self.dont_know
+            )
+        elif self._refused and not self._dropped:
+            # The reader said it doesn't know, but planning found a passage that holds
+            # what the question asks (the coverage check): the small reader misses
+            # answers that are there (three answerable questions of the 06:42 run, no
+            # unanswerable one: those are stopped before any model runs). The
+            # passage's own sentences go out, as when nothing it wrote was backed.
+            logger.info("entailment guard: the model didn't know; sending the extract")
+            self.verdict = Verdict(
+                ok=False,
+                label="extract",
+                reason="model didn't know; the passage's sentences",
+                replacement=self.extract,
             )
         else:
             logger.info("entailment guard: nothing entailed; sending the extract: %s", meta)

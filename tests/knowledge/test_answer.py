@@ -285,6 +285,29 @@ async def test_after_a_dropped_sentence_only_what_was_not_said_is_added() -> Non
     assert shown.count("PIN码") == 1
 
 
+async def test_a_reader_that_says_it_doesnt_know_gives_way_to_the_passages_sentences() -> None:
+    """Planning found a passage holding what the question asks, and the small reader
+    still said it doesn't know: the passage's own sentences go out (label "extract").
+    With no extract to send, the don't-know reply, as before."""
+    from chatbot.answerers.guards import EntailmentGuard
+
+    passage = "Gift wrapping costs $4.99 per item. Gold members get it free."
+    for extract, shown, label in (
+        ("Gift wrapping costs $4.99 per item.", "Gift wrapping costs $4.99 per item.", "extract"),
+        ("", "DONT_KNOW", "abstained"),
+    ):
+        guard = EntailmentGuard(
+            question="what does wrapping a present cost?",
+            passages=[passage],
+            extract=extract,
+            dont_know="DONT_KNOW",
+        )
+        guard.feed("I don't know the price of gift wrapping.", {})
+        assert await guard.drain() == ""
+        assert await guard.finish("") is None
+        assert (guard.verdict.replacement, guard.verdict.label) == (shown, label)
+
+
 def test_the_extract_keeps_a_rules_exception() -> None:
     """The exception shares no word with the question (皮革 / 皮夹克), but the rule
     without it says leather jackets are repaired free."""
