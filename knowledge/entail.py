@@ -524,9 +524,20 @@ def opens_on_pronoun(sentence: str) -> bool:
 
 
 def question_terms(question: str) -> set[str]:
-    """The question's content stems (English, with the shop's synonyms) and Chinese
-    characters: what a sentence must share to be about it (``touches``)."""
-    return {t for t in _tokens(question) if t not in _COURTESY} | _zh_chars(question)
+    """The question's content stems (English, with the shop's synonyms and the
+    lexicon's other words for them) and Chinese characters: what a sentence must
+    share to be about it (``touches``)."""
+    stems = {t for t in _tokens(question) if t not in _COURTESY}
+    # Not items in general for a kind of goods: "item 8084436579" says nothing of a backpack.
+    others = {
+        _SYNONYMS.get(a, a) for t in stems for a in lexicon.alternatives(t, goods_in_general=False)
+    }
+    zh = {
+        a
+        for w in ktext.question_keywords(question)
+        for a in lexicon.alternatives(w, goods_in_general=False)
+    }
+    return stems | others | _zh_chars(question) | _zh_chars("".join(zh))
 
 
 def touches(sentence: str, question: str) -> bool:
