@@ -180,3 +180,28 @@ def expand_tokens(tokens: list[str]) -> list[str]:
         for alt in sorted(alternatives(token, broader=False)):
             out.setdefault(alt, None)
     return list(out)
+
+
+def keyword_coverage(keywords: list[str], passage: str, passage_terms: frozenset[str]) -> float:
+    """Share of the question's keywords found in a passage: English keywords by stem,
+    Chinese ones as substrings (no segmentation mismatch possible), and the shop's other
+    words for each. Here, not in knowledge.text, which this module builds on: the two
+    importing each other was an import cycle."""
+    if not keywords:
+        return 0.0
+    stem = ktext._stemmer().stemWord
+    found = 0
+    for word in keywords:
+        if ktext._IS_CJK.match(word):
+            found += (
+                word in passage
+                or ktext.zh_chars_found(word, passage)
+                or any(alt in passage for alt in alternatives(word, goods_in_general=False))
+            )
+        else:
+            term = word if word[0].isdigit() else stem(word)
+            # The shop's other words for it count too (lexicon: postage for shipping).
+            found += term in passage_terms or bool(
+                alternatives(term, goods_in_general=False) & passage_terms
+            )
+    return found / len(keywords)

@@ -356,7 +356,7 @@ def _passage(
     row = snap.row_of[node.node_id]
     similarity = float(snap.matrix[row] @ vector)
     meta_text = f"{node.metadata.get('title', '')} {node.metadata.get('heading', '')} "
-    coverage = ktext.keyword_coverage(
+    coverage = lexicon.keyword_coverage(
         keywords, meta_text + node.get_content(), snap.token_sets[row]
     )
     meta = node.metadata

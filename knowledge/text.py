@@ -143,31 +143,6 @@ def index_tokens(text: str) -> list[str]:
     return out
 
 
-def keyword_coverage(keywords: list[str], passage: str, passage_terms: frozenset[str]) -> float:
-    """Share of the question's keywords found in a passage: English keywords by stem,
-    Chinese ones as substrings (no segmentation mismatch possible)."""
-    if not keywords:
-        return 0.0
-    from .lexicon import alternatives
-
-    stem = _stemmer().stemWord
-    found = 0
-    for word in keywords:
-        if _IS_CJK.match(word):
-            found += (
-                word in passage
-                or zh_chars_found(word, passage)
-                or any(alt in passage for alt in alternatives(word, goods_in_general=False))
-            )
-        else:
-            term = word if word[0].isdigit() else stem(word)
-            # The shop's other words for it count too (lexicon: postage for shipping).
-            found += term in passage_terms or bool(
-                alternatives(term, goods_in_general=False) & passage_terms
-            )
-    return found / len(keywords)
-
-
 def zh_chars_found(word: str, passage: str) -> bool:
     """A three-character Chinese word that jieba cut as one ("登山鞋", "会员卡") counts
     as in the passage when two of its characters are: the passage says 登山靴 and 会员

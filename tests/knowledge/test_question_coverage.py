@@ -137,14 +137,14 @@ def test_retrieval_finds_a_long_chinese_word_by_its_characters() -> None:
     """jieba cuts 登山鞋 as one word; the passage says 登山靴. Retrieval's keyword share
     counts a three-character word when two of its characters are there; a
     two-character word must be there as it is, and so must a set phrase of four."""
-    from knowledge import text
+    from knowledge import lexicon
 
     boots = "登山靴有皮革和合成材料两种材质。"
-    assert text.keyword_coverage(["登山鞋", "真皮"], boots, frozenset()) == 0.5
-    assert text.keyword_coverage(["真皮"], boots, frozenset()) == 0.0
-    assert text.keyword_coverage(["邮政信箱"], boots, frozenset()) == 0.0
+    assert lexicon.keyword_coverage(["登山鞋", "真皮"], boots, frozenset()) == 0.5
+    assert lexicon.keyword_coverage(["真皮"], boots, frozenset()) == 0.0
+    assert lexicon.keyword_coverage(["邮政信箱"], boots, frozenset()) == 0.0
     payment = "我们接受信用卡、借记卡、PayPal和礼品卡。退款会退回原支付方式。"
-    assert text.keyword_coverage(["货到付款"], payment, frozenset()) == 0.0
+    assert lexicon.keyword_coverage(["货到付款"], payment, frozenset()) == 0.0
 
 
 def test_the_shops_other_words_and_broader_rules_count_for_coverage() -> None:
