@@ -303,9 +303,21 @@ def test_the_scorer_is_stored_and_the_next_process_loads_it(
         ("那我不找客服了", "zh", "declines"),
         ("前天转人工等了四十分钟", "zh", "reports_or_compares"),
         ("which contact name goes on a company order", "en", "names_a_role"),
+        # Session 11's classes (handoff_v4's false handoffs, other phrasings): declines
+        # across the two languages, the shopper's own boss, how to reach a person some
+        # other time, products and kinds of people described.
+        ("all good now, no need 找客服", "en", "declines"),
+        ("不需要 agent 了，谢谢", "zh", "declines"),
+        ("my line manager wants me to order twelve of these", "en", "names_a_role"),
+        ("我得先问问我们领导", "zh", "names_a_role"),
+        ("if i ever want a person later on, how would i get one?", "en", "asks_about_the_process"),
+        ("以后想找客服的话在哪里找", "zh", "asks_about_the_process"),
+        ("is there a clip of a real person wearing the coat", "en", "describes_someone"),
+        ("有真人实拍图吗", "zh", "describes_someone"),
+        ("which headphones suit someone who wears glasses", "en", "describes_someone"),
     ],
 )
-def test_questions_about_the_process_remarks_and_declines_are_vetoed(
+def test_questions_about_the_process_remarks_declines_and_descriptions_are_vetoed(
     text: str, language: str, veto: str
 ) -> None:
     remainder, vetoes = handoff_remainder(text_normalise(text))
@@ -344,31 +356,6 @@ def test_a_request_inside_a_complaint_is_decided_before_the_complaint_rules() ->
     assert decision.intent == HANDOFF, decision.reason
     decision = route_message(text="this is a scam and i'm furious", language="en")
     assert decision.reason.get("rule") == "angry-complaint"
-
-
-@pytest.mark.parametrize(
-    ("text", "language", "veto"),
-    [
-        # Session 11's classes (handoff_v4's false handoffs, other phrasings): declines
-        # across the two languages, the shopper's own boss, how to reach a person some
-        # other time, products and kinds of people described.
-        ("all good now, no need 找客服", "en", "declines"),
-        ("不需要 agent 了，谢谢", "zh", "declines"),
-        ("my line manager wants me to order twelve of these", "en", "names_a_role"),
-        ("我得先问问我们领导", "zh", "names_a_role"),
-        ("if i ever want a person later on, how would i get one?", "en", "asks_about_the_process"),
-        ("以后想找客服的话在哪里找", "zh", "asks_about_the_process"),
-        ("is there a clip of a real person wearing the coat", "en", "describes_someone"),
-        ("有真人实拍图吗", "zh", "describes_someone"),
-        ("which headphones suit someone who wears glasses", "en", "describes_someone"),
-    ],
-)
-def test_declines_own_bosses_later_contact_and_descriptions_are_vetoed(
-    text: str, language: str, veto: str
-) -> None:
-    remainder, vetoes = handoff_remainder(text_normalise(text))
-    assert veto in vetoes and not handoff_cue(remainder), (remainder, vetoes)
-    assert route_message(text=text, language=language).intent != HANDOFF
 
 
 @pytest.mark.parametrize(
