@@ -40,34 +40,19 @@ def _fresh_index(settings: Any) -> Iterator[None]:
     cards_reset()
 
 
-@pytest.fixture(scope="session")
-def _kb_seeded(django_db_setup: None, django_db_blocker: Any) -> dict[str, int]:
-    """Seeded and ingested once per run (ingestion is the slow part); each test's own
-    changes roll back. Transactional tests flush the tables, so they seed their own."""
+@pytest.fixture
+def _kb_present(django_db_setup: None, django_db_blocker: Any) -> dict[str, int]:
+    """Seeded and ingested, committed, by the first test that needs it (ingestion is the
+    slow part); each test's own changes roll back. Again after a transactional test, in
+    any module, flushed the tables: under pytest-xdist a worker runs the modules in an
+    order of its own, and the admin tests found an empty knowledge base. In between,
+    ``knowledge_seed`` finds every document there and ready and does nothing."""
     from django.test import override_settings
 
     from knowledge.seed import knowledge_seed
 
     with django_db_blocker.unblock(), override_settings(TIERDESK_KB_SUMMARY_ROLE=""):
         return knowledge_seed(ingest_now=True, keys=KB_KEYS)
-
-
-@pytest.fixture
-def _kb_present(_kb_seeded: dict[str, int], django_db_blocker: Any) -> dict[str, int]:
-    """The session's documents, seeded again (committed) when a transactional test run
-    since, in any module, flushed them: under pytest-xdist a worker runs the modules in
-    an order of its own, and the admin tests found an empty knowledge base."""
-    from django.test import override_settings
-
-    from knowledge.models import Document
-    from knowledge.seed import knowledge_seed
-
-    with django_db_blocker.unblock():
-        ready = Document.objects.filter(seed_key__in=KB_KEYS, status=Document.Status.READY)
-        if ready.count() == len(KB_KEYS):
-            return _kb_seeded
-        with override_settings(TIERDESK_KB_SUMMARY_ROLE=""):
-            return knowledge_seed(ingest_now=True, keys=KB_KEYS)
 
 
 @pytest.fixture
