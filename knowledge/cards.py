@@ -356,6 +356,25 @@ def _cjk_bigrams(text: str) -> frozenset[str]:
     return frozenset(run[i : i + 2] for i in range(len(run) - 1))
 
 
+def _cjk_chars(text: str) -> frozenset[str]:
+    return frozenset(ch for ch in text if ktext.has_cjk(ch))
+
+
+def _content_bigrams(text: str) -> frozenset[str]:
+    """The character pairs of what a Chinese question (or a card's heading) is about:
+    pairs within runs of its content words, not of how it is asked (怎么办, 可以, 吗).
+    "密码忘了怎么办" shared 怎么 and 么办 with the heading "缺货怎么办" and got the
+    out-of-stock card; its one content pair, 密码, is the password card's."""
+    out: set[str] = set()
+    for run in ktext.zh_content_runs(text):
+        # A one-character word stands for itself: "登山靴有13码吗" is about 码 (sizes),
+        # which told the boots' sizes card from their material card.
+        if len(run) == 1:
+            out.add(run)
+        out.update(run[i : i + 2] for i in range(len(run) - 1))
+    return frozenset(out)
+
+
 @dataclass
 class CardIndex:
     version: int
@@ -398,9 +417,11 @@ def _build(previous: CardIndex | None, key: Hashable) -> CardIndex:
                     kind=kind,
                     tokens=frozenset(ktext.index_tokens(text)),
                     # Chinese is matched on the whole card's character pairs.
-                    bigrams=_cjk_bigrams(whole) if kind == "answer" else frozenset(),
+                    bigrams=_cjk_bigrams(whole) | _cjk_chars(whole)
+                    if kind == "answer"
+                    else frozenset(),
                     snippet=" ".join(card.section_text.split())[:220],
-                    heading_bigrams=_cjk_bigrams(card.heading.split(" > ")[-1])
+                    heading_bigrams=_content_bigrams(card.heading.split(" > ")[-1])
                     if kind == "answer"
                     else frozenset(),
                     material=material,
@@ -513,7 +534,7 @@ def card_match(
             score = len(words & row.tokens) / len(words | row.tokens)
             if score >= settings.TIERDESK_KB_CARD_MIN_OVERLAP:
                 candidates.append(CardMatch(row, score, "words"))
-    pairs = _cjk_bigrams(question)
+    pairs = _content_bigrams(question)
     if pairs:
         for i in rows:
             row = index.rows[i]

@@ -323,9 +323,7 @@ def _normalise(text: str) -> str:
 
 
 # Characters that carry no fact in a Chinese claim (particles, pronouns, "can").
-_ZH_FILLER = set(
-    "的了吗呢吧啊呀嘛么是在有和与及或就都也还又很把被给对从向为以之其这那哪我们你您他她它可以能会要就后前时候里上下中个一"
-)
+_ZH_FILLER = ktext.ZH_FILLER_CHARS
 
 
 def _zh_chars(text: str) -> set[str]:
@@ -603,8 +601,8 @@ def is_yes_no(question: str) -> bool:
 _QUESTION_FILLER = ktext.wordset(
     """
     whats what's right fast quick quickly long soon enough after before anymore ever even
-    possible allowed able okay ok sure guys pls plz thx 才 不了 行 对 对吧 吗 吧 呢 多快
-    现在 一般 到底 直接
+    possible allowed able okay ok sure guys pls plz thx until till while ur lol 才 不了 行
+    对 对吧 吗 吧 呢 多快 现在 一般 到底 直接
     """
 )
 # A question about something the passages don't mention at all: this share or less of

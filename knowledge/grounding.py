@@ -171,6 +171,15 @@ def _with_exceptions(picked: list[int], sentences: list[str]) -> list[int]:
     return sorted(out)
 
 
+def _filler_pair(token: str) -> bool:
+    return (
+        len(token) == 2
+        and ktext.has_cjk(token)
+        and any(ch in ktext.ZH_FILLER_CHARS for ch in token)
+        and token not in ktext.question_keywords(token)
+    )
+
+
 def passage_extract(question: str, passages: list[str], *, max_chars: int) -> str:
     """The sentences of one passage that share most keywords with the question, in
     their own order, up to ``max_chars``: an answer grounded by construction (the
@@ -180,7 +189,9 @@ def passage_extract(question: str, passages: list[str], *, max_chars: int) -> st
 
     # The question's words and the shop's other words for them (the passage says
     # "shipping" where the shopper said "postage").
-    wanted = set(expand_tokens(ktext.index_tokens(question)))
+    # Not a Chinese character pair that spans a particle ("恤有" of "T恤有纯棉的吗"):
+    # it is no word, and it made "T恤有S到XXL码" outscore the material section.
+    wanted = {t for t in expand_tokens(ktext.index_tokens(question)) if not _filler_pair(t)}
     best: tuple[int, list[str]] | None = None
     for text in passages:
         sentences = [s.strip() for s in _SENTENCE.split(" ".join(text.split())) if s.strip()]

@@ -50,8 +50,16 @@ ZH_STOPWORDS = wordset(
     我 我们 你 你们 您 他 她 它 他们 请问 请 麻烦 想 想要 想问 问 问下 问一下 一下 下 可以
     能 能否 能不能 是否 会 会不会 要 需要 吗？ 谢谢 你好 您好 嗨 哈 呃 嗯 一个 个 吧 啦 哦
     如果 的话 时候 现在 已经 还是 然后 所以 但是 因为 可能 应该 多久 多长 哪几个
-    哪几种 几种 多大 几天 有没有 是不是 什么样 怎么办 办
+    哪几种 几种 多大 几天 有没有 是不是 什么样 怎么办 办 咋 咋办 咋整 啥 怎么回事 多少钱 行不行
+    哪里 哪儿
     """
+)
+
+
+# Characters that carry no fact in Chinese (particles, pronouns, "can"): the
+# entailment check leaves them out, and a character pair with one of them is no word.
+ZH_FILLER_CHARS = frozenset(
+    "的了吗呢吧啊呀嘛么是在有和与及或就都也还又很把被给对从向为以之其这那哪我们你您他她它可以能会要就后前时候里上下中个一"
 )
 
 
@@ -141,6 +149,26 @@ def index_tokens(text: str) -> list[str]:
                 if w not in EN_STOPWORDS and (len(w) > 1 or w.isdigit())
             )
     return out
+
+
+def zh_content_runs(text: str) -> list[str]:
+    """The Chinese text's runs of consecutive content words (jieba's precise mode),
+    cut wherever a stop word or question word stands: "密码忘了怎么办" -> ["密码忘"]."""
+    runs: list[str] = []
+    for run in _RUNS.findall(text):
+        if not _IS_CJK.match(run):
+            continue
+        current = ""
+        for word in _jieba().lcut(run):
+            if word in ZH_STOPWORDS or not _IS_CJK.match(word):
+                if current:
+                    runs.append(current)
+                current = ""
+            else:
+                current += word
+        if current:
+            runs.append(current)
+    return runs
 
 
 def zh_chars_found(word: str, passage: str) -> bool:

@@ -148,13 +148,18 @@ def knowledge_route(decision: rt.RouteDecision, *, text: str, language: str) -> 
     if card is not None:
         how = f"card {card.row.card_id} ({card.how} {card.score:.2f})"
     else:
-        from knowledge.answer import passage_material
+        from knowledge.answer import coverage_first, passage_material
         from knowledge.entail import question_coverage
         from knowledge.retrieval import passages_retrieve
 
         result = passages_retrieve(question=text, language=lang)
-        top = result.passages[0] if result.passages else None
-        if top is not None and top.relevant:
+        # The relevant passage L2 would answer from (``answer_plan`` and an order
+        # flow's rule take the same one), not the best-ranked passage alone: "消费多少
+        # 能升银卡" ranked the pickup section first (not relevant) and the membership
+        # levels, which answer it, second, so it stayed with the shipping-cost flow.
+        relevant = coverage_first(text, [p for p in result.passages if p.relevant])
+        top = relevant[0] if relevant else None
+        if top is not None:
             # The passage must hold what the question asks about, not only look
             # related to it; the large tier (a complex question) and the shopper's own
             # order give a question up only to a passage holding nearly all its words.

@@ -23,3 +23,32 @@ def approved_article(settings: Any, *, title: str, text: str, language: str = "e
     ids = list(AnswerCard.objects.filter(document=doc).values_list("pk", flat=True))
     cards.card_review(card_ids=ids, status=AnswerCard.Status.APPROVED, user_id=None)
     return doc.pk
+
+
+def passage(
+    chunk_id: int,
+    heading: str,
+    text: str,
+    *,
+    title: str,
+    language: str = "en",
+    relevant: bool = True,
+) -> Any:
+    """A retrieved passage ranked by its chunk id (``knowledge.retrieval.Passage``), for
+    tests of what is done with retrieval's results."""
+    from knowledge.retrieval import Passage
+
+    return Passage(
+        chunk_id=chunk_id,
+        document_id=1,
+        title=title,
+        anchor=str(chunk_id),
+        heading=heading,
+        text=text,
+        language=language,
+        score=1.0 / chunk_id,
+        similarity=0.5,
+        coverage=0.5 if relevant else 0.1,
+        bm25=None,
+        relevant=relevant,
+    )

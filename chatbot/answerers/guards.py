@@ -138,6 +138,11 @@ class FactGuard:
         return True
 
 
+# A price whose cents come after a space ("$14. 99"), and a buffer that may end in one.
+_BROKEN_PRICE = re.compile(r"([$€£¥]\d+)\.\s+(\d{2})(?!\d)")
+_OPEN_PRICE = re.compile(r"[$€£¥]\d+\.(?:\s+\d?)?$")
+
+
 class EntailmentGuard:
     """L2 (and L3's policy claims): each sentence is released only after the
     entailment check (``knowledge.entail``) finds it backed by the cited passages.
@@ -167,14 +172,22 @@ class EntailmentGuard:
     async def _release(self, final: bool) -> str:
         from knowledge import entail
 
+        # The reader model writes some prices with a space after the decimal point
+        # ("$14. 99": its digits are tokens of their own): one price, not a sentence
+        # that ends at "$14." (which the check dropped as a wrong number).
+        self._buffer = _BROKEN_PRICE.sub(r"\1.\2", self._buffer)
         # The last piece may be an unfinished sentence: keep it unless the stream ended.
         if not final:
             # A "." at the very end of the buffer may be a decimal point ("$218." before
-            # "04" arrives): only whitespace after it, or a CJK stop, ends a sentence.
+            # "04" arrives), and so may a price's "." before a space ("$14. " before
+            # "99"): only whitespace after it, or a CJK stop, ends a sentence.
+            price = _OPEN_PRICE.search(self._buffer)
+            limit = price.start() if price else len(self._buffer)
             ended = [
                 m.end()
                 for m in entail.SENTENCE.finditer(self._buffer)
-                if m.end() > 0 and not (m.end() == len(self._buffer) and self._buffer[-1] in ".!?")
+                if 0 < m.end() <= limit
+                and not (m.end() == len(self._buffer) and self._buffer[-1] in ".!?")
             ]
             if not ended:
                 return ""

@@ -51,6 +51,8 @@ logger = logging.getLogger(__name__)
 # Facts that must appear in a model-phrased reply when its template uses them ("late":
 # a late order's reply must say so, whatever else the model rewords).
 REQUIRED_KEYS = {"order_id", "status_text", "carrier", "tracking", "eta", "refund", "total", "late"}
+# A price in a rendered fact ("$50.00").
+_MONEY = re.compile(r"\$\d+(?:\.\d+)?")
 # Intents whose templated answer the fast model may phrase (read-only facts).
 PHRASED_INTENTS = {rt.ORDER_STATUS, rt.DELIVERY_TIME, rt.REFUND_STATUS, rt.SHIPPING_COST}
 
@@ -156,7 +158,13 @@ class L1Answerer(GuardedAnswerer):
         if intent == rt.ACCOUNT_HELP:
             return say(ctx, rt.ACCOUNT_HELP, "default")
         if intent == rt.SHIPPING_COST:
-            return phrase(ctx, rt.SHIPPING_COST, "default", {"options": shipping_text(ctx)})
+            options = shipping_text(ctx)
+            plan = phrase(ctx, rt.SHIPPING_COST, "default", {"options": options})
+            # Each price and free-shipping threshold is a fact the reply must keep: the
+            # fast model's "Standard $5.99 (3-7 business days); Express $14.99" dropped
+            # "free over $50.00", the answer to "when do I stop paying for postage?".
+            required = [*plan.guard_required, *_MONEY.findall(options)]
+            return replace(plan, guard_required=required)
         if intent == rt.DELIVERY_TIME and is_general_delivery(ctx.text, dict(decision.slots)):
             return delivery_estimate(ctx)
         if intent in rt.ORDER_INTENTS:

@@ -15,10 +15,11 @@ import pytest
 from django.utils import timezone
 
 from chatbot.answerers.base import AnswerPlan
-from chatbot.answerers.l1 import L1Plan, delivery_estimate, fmt_date
+from chatbot.answerers.l1 import L1Answerer, L1Plan, delivery_estimate, fmt_date
 from chatbot.dialogue import Dialogue, TurnContext
 from chatbot.orders.models import Order, ShippingOption
 from inference.guard import guard_check
+from routing import types as rt
 from tests.shopper import Shopper
 
 JAMES = "james_li_5688"  # #W2611340 processed, #W4435622 delivered
@@ -335,3 +336,30 @@ async def test_yes_after_a_refused_cancel_over_the_websocket(
     text, done = await shopper.ask("yes", wait_s=120)
     await shopper.close()
     assert done["intent"] == "order_status" and "W2611340" in text
+
+
+@pytest.mark.django_db
+def test_shipping_cost_reply_keeps_every_price_and_the_free_threshold(seeded_shop: None) -> None:
+    # The fast model phrased "at what basket total do I stop paying for postage?" as
+    # "Standard $5.99 (3-7 business days); Express $14.99 (1-2 business days)": every
+    # fact it kept was true, and the one asked for (free over $50.00) was gone.
+    ctx = TurnContext(
+        text="how much is shipping?", language="en", state={}, customer_id="", history=[]
+    )
+    decision = rt.RouteDecision(tier=rt.L1, intent=rt.SHIPPING_COST, confidence=0.9)
+    plan = L1Answerer().flow(ctx, decision)
+    assert isinstance(plan, L1Plan)
+    assert plan.generation is not None and plan.guard_facts is not None
+    free = ShippingOption.objects.exclude(free_over=None).get()
+    for option in ShippingOption.objects.all():
+        assert f"${option.price:.2f}" in plan.guard_required
+    assert f"${free.free_over:.2f}" in plan.guard_required
+    dropped = "Standard $5.99 (3-7 business days); Express $14.99 (1-2 business days)."
+    verdict = guard_check(
+        text=dropped, facts=plan.guard_facts, required=plan.guard_required, template_text=plan.text
+    )
+    assert not verdict.ok
+    kept = plan.text
+    assert guard_check(
+        text=kept, facts=plan.guard_facts, required=plan.guard_required, template_text=plan.text
+    ).ok

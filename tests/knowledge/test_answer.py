@@ -12,6 +12,7 @@ from knowledge.answer import DONT_KNOW, answer_plan, coverage_first
 from knowledge.grounding import answer_grounding, answer_guard, passage_extract
 from knowledge.retrieval import Passage
 from knowledge.text import estimate_tokens
+from tests.kb import passage as kb_passage
 
 pytestmark = pytest.mark.django_db
 
@@ -166,20 +167,8 @@ def test_extract_picks_the_sentences_that_answer_in_their_order() -> None:
 
 def _passage(chunk_id: int, heading: str, text: str, *, title: str) -> Passage:
     """A relevant retrieved passage, ranked by its chunk id, for coverage_first."""
-    return Passage(
-        chunk_id=chunk_id,
-        document_id=1,
-        title=title,
-        anchor=str(chunk_id),
-        heading=heading,
-        text=text,
-        language="en",
-        score=1.0 / chunk_id,
-        similarity=0.5,
-        coverage=0.5,
-        bm25=None,
-        relevant=True,
-    )
+    passage: Passage = kb_passage(chunk_id, heading, text, title=title)
+    return passage
 
 
 def test_the_passage_holding_the_questions_words_goes_first() -> None:
@@ -339,3 +328,35 @@ def test_in_chinese_the_passage_sharing_the_questions_characters_goes_first() ->
     assert coverage_first("T恤是纯棉的吗", [sizes, material]) == [material, sizes]
     # English questions keep rank order among equals.
     assert coverage_first("what is it", [sizes, material]) == [sizes, material]
+
+
+def test_the_extract_ignores_character_pairs_that_span_a_particle() -> None:
+    """ "T恤有纯棉的吗" made the pair 恤有, which "T恤有S到XXL码" also has: the sizes
+    sentence outscored the T-shirt's material, which coverage_first had put first."""
+    material = "T恤可选棉或涤纶材质，有圆领和V领两种款式。"
+    sizes = "T恤有S到XXL码，抓绒夹克有XS到XL码。"
+    extract = passage_extract("T恤有纯棉的吗？", [material, sizes], max_chars=200)
+    assert extract == material
+
+
+async def test_a_price_written_with_a_space_after_its_point_is_one_price() -> None:
+    """The reader wrote "$14. 99" (its digits are separate tokens): the guard cut a
+    sentence at "$14.", dropped it as a wrong figure, and showed "99 and takes 1 to 2
+    business days." Now the price is joined and the sentence judged whole."""
+    passage = "Express shipping costs $14.99 and takes 1 to 2 business days."
+    for step in (1, 3, 5):
+        from chatbot.answerers.guards import EntailmentGuard
+
+        guard = EntailmentGuard(
+            question="how much is express shipping?",
+            passages=[passage],
+            extract="EXTRACT",
+            dont_know="DONT_KNOW",
+        )
+        text = "Express shipping costs $14. 99 and takes 1 to 2 business days."
+        shown = ""
+        for i in range(0, len(text), step):
+            guard.feed(text[i : i + step], {})
+            shown += await guard.drain()
+        shown += await guard.finish(shown) or ""
+        assert shown == passage, step

@@ -11,6 +11,7 @@ from django.test import Client
 
 from knowledge import cards, services
 from knowledge.answer import answer_plan
+from knowledge.ingest import document_sections
 from knowledge.models import AnswerCard, Document
 
 pytestmark = pytest.mark.django_db
@@ -34,6 +35,10 @@ def ingest(text: str = ARTICLE) -> Document:
     assert services.document_ingest(document_id=doc.pk).result == "ready"
     cards.cards_sync(document_id=doc.pk)
     return doc
+
+
+def ingest_sections(text: str) -> list[Any]:
+    return document_sections(data=text.encode(), source_format="markdown")
 
 
 def approve_all(doc: Document) -> None:
@@ -140,31 +145,34 @@ def test_support_admin_reviews_cards_in_admin(client: Client) -> None:
     assert card.questions == ["Do gift cards expire?", "How long is a gift card valid?"]
 
 
+def zh_row(heading: str, answer: str) -> cards.CardRow:
+    """A Chinese card's answer row, its character pairs made as the card index makes
+    them (the whole card's pairs and characters; the heading's content pairs)."""
+    return cards.CardRow(
+        card_id=1,
+        document_id=1,
+        title="",
+        anchor="",
+        heading=heading,
+        language="zh",
+        answer=answer,
+        question=answer,
+        kind="answer",
+        tokens=frozenset(),
+        bigrams=cards._cjk_bigrams(f"{heading} {answer}") | cards._cjk_chars(answer),
+        snippet="",
+        heading_bigrams=cards._content_bigrams(heading),
+    )
+
+
 def test_chinese_cards_weigh_what_their_heading_names() -> None:
     """ "怎么取消订单" shares 取消/订单 with the refund-timing card, which mentions
     cancelled orders, as much as with the cancelling card; the cancelling card's
     heading names the question, so it wins (dev split: wrong Chinese cards 6 -> 3)."""
 
-    def row(heading: str, answer: str) -> cards.CardRow:
-        return cards.CardRow(
-            card_id=1,
-            document_id=1,
-            title="",
-            anchor="",
-            heading=heading,
-            language="zh",
-            answer=answer,
-            question=answer,
-            kind="answer",
-            tokens=frozenset(),
-            bigrams=cards._cjk_bigrams(f"{heading} {answer}"),
-            snippet="",
-            heading_bigrams=cards._cjk_bigrams(heading),
-        )
-
-    timing = row("到账时间", "退到礼品卡的退款立即到账。退货和取消订单的退款都是如此。")
-    cancel = row("取消订单", "只有待处理的订单才能取消，请告诉我们订单号和原因。")
-    pairs = cards._cjk_bigrams("怎么取消订单")
+    timing = zh_row("到账时间", "退到礼品卡的退款立即到账。退货和取消订单的退款都是如此。")
+    cancel = zh_row("取消订单", "只有待处理的订单才能取消，请告诉我们订单号和原因。")
+    pairs = cards._content_bigrams("怎么取消订单")
     assert cards.zh_card_score(pairs, cancel) > cards.zh_card_score(pairs, timing)
     # Without the heading's pairs the score is the card's share alone, as before.
     plain = cards.CardRow(**{**timing.__dict__, "heading_bigrams": frozenset()})
@@ -236,3 +244,40 @@ def test_yes_no_questions_are_told_from_questions_asking_what_or_how() -> None:
         "退货的钱退到哪里",
     ):
         assert not is_yes_no(question), question
+
+
+def test_chinese_cards_are_matched_on_what_the_question_is_about() -> None:
+    """ "密码忘了怎么办" shared only 怎么 and 么办 with the heading "缺货怎么办" and got the
+    out-of-stock card; the pairs of its content words (密码, 码忘) are the password
+    card's. A one-character word counts as itself: 码 tells the boots' sizes from
+    their material."""
+
+    stock = zh_row("缺货怎么办", "如果想要的尺码缺货，请告诉我们，我们会反馈给采购部门。")
+    password = zh_row("忘记密码", "您需要提供用户名，以及PIN码或安全问题的答案来生成新密码。")
+    pairs = cards._content_bigrams("密码忘了怎么办？")
+    assert "怎么" not in pairs and "么办" not in pairs and "密码" in pairs
+    assert cards.zh_card_score(pairs, password) > cards.zh_card_score(pairs, stock)
+    assert cards.zh_card_score(pairs, stock) < 0.45  # TIERDESK_KB_CARD_MIN_ZH_COVERAGE
+    sizes = zh_row("鞋靴尺码", "登山靴有7到12码。跑鞋有8、9、10码。")
+    material = zh_row("靴子的材质", "登山靴有皮革和合成材料两种材质，可以在商品页面选择。")
+    asked = cards._content_bigrams("登山靴有13码吗？")
+    assert "码" in asked
+    assert cards.zh_card_score(asked, sizes) > cards.zh_card_score(asked, material)
+
+
+def test_a_long_rule_by_level_is_drafted_whole(settings: Any) -> None:
+    """The demo's return windows take 372 characters: at 320 the card stopped after
+    Bronze, and a guest asking how long they have got every level but theirs."""
+    text = (
+        "# Returns\n\n## Return window by membership level\n\n"
+        "Gold members can return items at any time. Silver members can return an item "
+        "bought within the last 6 months, or later with the receipt or in the original "
+        "packaging. Bronze members can return an item bought within the last 90 days, or "
+        "later with the receipt or in the original packaging. Guests can return an item "
+        "bought within the last 30 days, or later with the receipt.\n"
+    )
+    section = ingest_sections(text)[-1]
+    answer = cards.extract_answer(section, max_chars=settings.TIERDESK_KB_CARD_ANSWER_CHARS)
+    assert answer.endswith(
+        "Guests can return an item bought within the last 30 days, or later with the receipt."
+    )

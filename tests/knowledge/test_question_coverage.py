@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge import cards, entail, ingest, services
+from knowledge import text as ktext
 from knowledge.answer import answer_plan
 from knowledge.models import AnswerCard
 
@@ -180,3 +181,22 @@ def test_shop_words_jieba_lacks_are_cut_as_words() -> None:
     words = ktext.question_keywords("买多少钱包邮？")
     assert "包邮" in words and "钱包" not in words
     assert "自提" in ktext.question_keywords("我老公能帮我去取自提订单吗？")
+
+
+def test_how_a_question_is_asked_is_not_what_it_is_about() -> None:
+    """ "how long until", "after a while", 咋办 and 多少钱 ask; they name nothing a passage
+    must hold. "how long until the money is back on my PayPal?" missed "until" and
+    "money" (half its words) against the refund-timing passage and was not answered."""
+    timing = (
+        "Refunds go back to your original payment method. Gift card refunds are "
+        "immediate; card and PayPal refunds take 5 to 7 business days."
+    )
+    asked = entail.question_coverage("how long until the money is back on my PayPal?", [timing])
+    assert "until" not in asked.terms and asked.answers
+    expiry = "Yes. A gift card expires 36 months after it was purchased."
+    assert (
+        "while"
+        not in entail.question_coverage("do gift cards expire after a while?", [expiry]).terms
+    )
+    for filler in ("咋办", "多少钱", "哪里"):
+        assert filler not in ktext.question_keywords(f"礼品卡{filler}")

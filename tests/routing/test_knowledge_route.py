@@ -11,7 +11,7 @@ import pytest
 from routing import types as rt
 from routing.knowledge_route import _unknown_question, is_personal, is_question, knowledge_route
 from routing.router import route_message
-from tests.kb import approved_article
+from tests.kb import approved_article, passage
 
 pytestmark = pytest.mark.django_db
 
@@ -115,3 +115,35 @@ def test_an_unplaced_question_with_nothing_in_the_kb_goes_to_l2_to_say_so(
         reason={"kind": "clarify", "why": "low_confidence", "candidate": rt.ORDER_STATUS},
     )
     assert not _unknown_question(guess, "when does it come?")
+
+
+def test_the_passage_l2_would_answer_from_decides_not_the_first_ranked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "消费多少能升银卡" ranked the pickup section first (not relevant) and the
+    membership levels, which answer it, second: the router looked at the first only and
+    left the question with the shipping-cost flow, which listed shipping prices."""
+    from knowledge import cards, retrieval
+
+    zh: dict[str, Any] = {"title": "", "language": "zh"}
+    ranked = [
+        passage(1, "到门店自提订单", "结账时可以选择到我们的门店免费自提。", **zh, relevant=False),
+        passage(2, "会员等级", "一个自然年内消费满500美元升为银卡。", **zh),
+    ]
+    question = "消费多少能升银卡"
+    monkeypatch.setattr(cards, "card_match", lambda **_: None)
+    monkeypatch.setattr(
+        retrieval,
+        "passages_retrieve",
+        lambda **_: retrieval.RetrievalResult(
+            question=question, language="zh", keywords=[], method="hybrid", passages=ranked
+        ),
+    )
+    decision = rt.RouteDecision(
+        tier=rt.L1, intent=rt.SHIPPING_COST, confidence=0.99, reason={"kind": "classifier"}
+    )
+    routed = knowledge_route(decision, text=question, language="zh")
+    assert routed.tier == rt.L2 and routed.reason["by"].startswith("passage 2 ")
+    # Nothing relevant at all: the flow keeps it.
+    ranked.pop()
+    assert knowledge_route(decision, text=question, language="zh") == decision
