@@ -23,6 +23,7 @@ a question count as answered, never a claim count as backed.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from . import text as ktext
@@ -182,26 +183,56 @@ def expand_tokens(tokens: list[str]) -> list[str]:
     return list(out)
 
 
+# A Chinese quantity word ("两年", "一天", "几张"): a figure the shopper states or asks
+# for, not what the question is about; and the modal or motion verbs jieba glues to the
+# next word ("能升", "要花", "去取", "钱能").
+_ZH_QUANTITY = re.compile(r"^[零一二两三四五六七八九十百几\d]+[年天日月周张个件条次块元小时]+$")
+_ZH_DIGITS = str.maketrans("零一二两三四五六七八九", "01223456789")
+_ZH_GLUED = frozenset("能要会可想去得")
+
+
+def _zh_found(word: str, passage: str) -> bool:
+    return (
+        word in passage
+        or ktext.zh_chars_found(word, passage)
+        or any(alt in passage for alt in alternatives(word, goods_in_general=False))
+    )
+
+
 def keyword_coverage(keywords: list[str], passage: str, passage_terms: frozenset[str]) -> float:
     """Share of the question's keywords found in a passage: English keywords by stem,
     Chinese ones as substrings (no segmentation mismatch possible), and the shop's other
     words for each. Here, not in knowledge.text, which this module builds on: the two
-    importing each other was an import cycle."""
-    if not keywords:
-        return 0.0
+    importing each other was an import cycle.
+
+    Since session 12, as in L2's coverage check: goods in general ("things", 东西, 衣服)
+    count neither way; a Chinese quantity ("两年", "一天") counts when the passage has
+    it in digits ("2年") and is left out otherwise; and a two-character word glued to a
+    modal or motion verb ("能升", "要花", "去取") is looked up by its other character.
+    "过了两年修拉链要多少钱" found 2 of 5 words in the repairs-after-2-years section,
+    "代金券一天最多能领几张" 2 of 5 in the voucher's."""
     stem = ktext._stemmer().stemWord
     found = 0
+    counted = 0
     for word in keywords:
+        if word.lower() in ktext.GENERIC_NOUNS:
+            continue
         if ktext._IS_CJK.match(word):
-            found += (
-                word in passage
-                or ktext.zh_chars_found(word, passage)
-                or any(alt in passage for alt in alternatives(word, goods_in_general=False))
-            )
+            if _ZH_QUANTITY.match(word):
+                if word.translate(_ZH_DIGITS).replace("几", "") in passage:
+                    found += 1
+                    counted += 1
+                continue
+            hit = _zh_found(word, passage)
+            if not hit and len(word) == 2 and (word[0] in _ZH_GLUED) != (word[1] in _ZH_GLUED):
+                core = word[1] if word[0] in _ZH_GLUED else word[0]
+                hit = core in passage
+            found += hit
         else:
             term = word if word[0].isdigit() else stem(word)
             # The shop's other words for it count too (lexicon: postage for shipping).
             found += term in passage_terms or bool(
                 alternatives(term, goods_in_general=False) & passage_terms
             )
-    return found / len(keywords)
+        counted += 1
+    return found / counted if counted else 0.0

@@ -200,3 +200,23 @@ def test_how_a_question_is_asked_is_not_what_it_is_about() -> None:
     )
     for filler in ("咋办", "多少钱", "哪里"):
         assert filler not in ktext.question_keywords(f"礼品卡{filler}")
+
+
+def test_retrieval_relevance_leaves_out_goods_figures_and_glued_verbs() -> None:
+    """The keyword share that marks a passage relevant, as L2's coverage check counts:
+    goods in general name nothing, a quantity counts when the passage has it in digits,
+    and a word jieba glued to 能/要/去 is looked up by its other character."""
+    from knowledge import lexicon
+
+    def share(question: str, passage: str) -> float:
+        return lexicon.keyword_coverage(ktext.question_keywords(question), passage, frozenset())
+
+    repairs = "超过2年后，每件商品维修统一收费25美元。我们不维修在其他商店购买的商品。"
+    assert share("过了两年修拉链要多少钱", repairs) >= 0.5  # 两年 is 2年; 过 in 超过
+    vouchers = "每天最多领取2张代金券，代金券有效期30天。"
+    assert share("代金券一天最多能领几张", vouchers) >= 0.5  # 能领: 领取
+    # Goods in general count neither way; a question about nothing there still fails.
+    assert share("东西坏了能退吗", "收到的商品有污渍或损坏时，可以退货。") == share(
+        "坏了能退吗", "收到的商品有污渍或损坏时，可以退货。"
+    )
+    assert share("你们在上海有实体店吗", repairs) < 0.5
