@@ -485,6 +485,11 @@ def claim_check(sentence: str, passages: list[str], *, question: str = "") -> Cl
     q_terms = _terms(question)
     picked, support = _align(q_terms, clauses)
     if not picked or support < 0.6:
+        if not body.strip():
+            # A bare "会。"/"Yes." asserts only the particle, and no clause says what
+            # it answers: unverifiable, so not shown ("消费不够的话会从金卡直接降到普通访客
+            # 吗？" got "会。", which the passage, one level at a time, contradicts).
+            return Claim(sentence, "neutral", "a bare yes/no nothing backs", "", support)
         return result  # can't tell what the particle asserts; the body decides
     clause = clauses[picked[0]]
     q_neg = _negations(question) % 2

@@ -231,17 +231,39 @@ async def _guarded(text: str, *, question: str, passages: list[str], extract: st
     return shown + tail
 
 
-async def test_a_bare_no_left_by_the_check_is_followed_by_the_passages_rule() -> None:
-    """The reader answered "不会。" and a sentence the check dropped (a changed
-    figure): "不会。" alone said nothing of the rule; the extract's sentences follow it."""
+async def test_a_bare_yes_left_by_the_check_is_followed_by_the_passages_rule() -> None:
+    """The reader answered "Yes." and a sentence the check dropped (a changed figure):
+    "Yes." alone said nothing of the rule; the extract's sentences follow it."""
+    question = "do gift cards expire?"
+    passage = "Yes. A gift card expires 36 months after it was purchased."
+    extract = passage_extract(question, [passage], max_chars=320)
+    shown = await _guarded(
+        "Yes. A gift card expires 12 months after purchase.",
+        question=question,
+        passages=[passage],
+        extract=extract,
+    )
+    assert shown.startswith("Yes.")
+    assert "12 months" not in shown  # the dropped sentence never shows
+    assert "36 months" in shown
+
+
+async def test_a_bare_particle_nothing_backs_gives_way_to_the_passages_rule() -> None:
+    """ "不会。" to "消费不够的话会从金卡直接降到普通访客吗？": no clause aligns with the
+    question well enough to say what it answers, so it is not shown (a "会。" there was
+    false); with the other sentence dropped too, the passage's own rule goes out."""
+    from chatbot.answerers.guards import EntailmentGuard
+
     question = "消费不够的话会从金卡直接降到普通访客吗？"
     extract = passage_extract(question, [MEMBERSHIP_ZH], max_chars=320)
-    shown = await _guarded(
-        "不会。会在1月1日降两级。", question=question, passages=[MEMBERSHIP_ZH], extract=extract
+    guard = EntailmentGuard(
+        question=question, passages=[MEMBERSHIP_ZH], extract=extract, dont_know="DONT_KNOW"
     )
-    assert shown.startswith("不会。")
-    assert "降两级" not in shown  # the dropped sentence never shows
-    assert "每次最多只降一级" in shown
+    guard.feed("不会。会在1月1日降两级。", {})
+    assert await guard.drain() == ""
+    assert await guard.finish("") is None
+    assert guard.verdict.label == "extract" and guard.verdict.replacement == extract
+    assert "每次最多只降一级" in extract
 
 
 async def test_an_answer_that_passes_whole_gets_nothing_added() -> None:

@@ -98,3 +98,15 @@ def test_chinese_states_are_not_matched_by_shared_characters() -> None:
     rule = "订单待处理时，可以修改收货地址，已处理的订单不能修改。"
     claim = "订单已经处理了，地址可以改。"
     assert claim_check(claim, [rule]).label != "entailed"
+
+
+def test_a_bare_yes_or_no_that_nothing_backs_is_not_shown() -> None:
+    """ "消费不够的话会从金卡直接降到普通访客吗？" got "会。" (yes): no clause of the
+    membership passage aligns with the question well enough to say what the particle
+    asserts, and the passage's rule (one level at a time) says no. A bare particle that
+    can't be checked is unverifiable; with a body, the body still decides."""
+    levels = "如果没有再次达到消费门槛，会在1月1日降一级，每次最多只降一级。"
+    question = "消费不够的话会从金卡直接降到普通访客吗？"
+    assert claim_check("会。", [levels], question=question).label == "neutral"
+    # A bare particle the aligned clause backs still passes.
+    assert claim_check("Yes.", [GIFT], question="do gift cards expire?").label == "entailed"
