@@ -18,7 +18,7 @@ from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from . import cards, services
-from .models import AnswerCard, Chunk, Document
+from .models import AnswerCard, Chunk, DeletedSeedDocument, Document
 
 
 class DocumentForm(forms.ModelForm):
@@ -439,3 +439,28 @@ class AnswerCardAdmin(admin.ModelAdmin):
                 self._review(request, AnswerCard.objects.filter(pk=obj.pk), status, done)
                 return HttpResponseRedirect(request.path)
         return super().response_change(request, obj)
+
+
+@admin.register(DeletedSeedDocument)
+class DeletedSeedDocumentAdmin(admin.ModelAdmin):
+    """Demo articles a support admin deleted: the demo seed (run by ``make run`` on every
+    start) leaves them out. *Restore* brings the shipped version back and ingests it."""
+
+    list_display = ("title", "seed_key", "deleted_at")
+    actions = ["restore"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description="Restore the selected demo articles")
+    def restore(self, request: HttpRequest, queryset: QuerySet[DeletedSeedDocument]) -> None:
+        from .seed import knowledge_seed
+
+        keys = list(queryset.values_list("seed_key", flat=True))
+        counts = knowledge_seed(keys=keys)
+        self.message_user(
+            request, f"{counts['created']} demo article(s) restored; ingestion is queued."
+        )

@@ -28,6 +28,24 @@ class KnowledgeBaseVersion(models.Model):
         return f"knowledge base v{self.version}"
 
 
+class DeletedSeedDocument(models.Model):
+    """A demo article a support admin deleted. ``make run`` seeds the demo shop on every
+    start; without this row the seed would bring the article back, and the bot would
+    again answer from a policy the shop removed (a false statement to shoppers).
+    Deleting this row lets the next seed restore the article."""
+
+    seed_key = models.CharField(max_length=80, unique=True)
+    title = models.CharField(max_length=200, blank=True)
+    deleted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-deleted_at"]
+        verbose_name = "deleted demo article"
+
+    def __str__(self) -> str:
+        return self.title or self.seed_key
+
+
 class Document(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", "pending"

@@ -18,8 +18,10 @@ The key ``store-policy`` is kept for the orders article (it used to hold wiki.md
 is, agent instructions and all), so the retrieval evaluation's labels still apply.
 
 Idempotent: documents are keyed by ``seed_key``; an existing one is never overwritten
-(support admins may have edited it). New ones are queued for ingestion, or ingested
-right here with ``ingest_now`` (tests, the evaluation, the benchmark).
+(support admins may have edited it), and one a support admin deleted is not created
+again (``DeletedSeedDocument``: ``make run`` seeds on every start). New ones are queued
+for ingestion, or ingested right here with ``ingest_now`` (tests, the evaluation, the
+benchmark).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .models import Document
+from .models import DeletedSeedDocument, Document
 
 SEED_DIR = Path(__file__).resolve().parent / "seed_data"
 ABCD = "third_party/abcd/guidelines.json"
@@ -151,15 +153,23 @@ def article_path(relative: str) -> Path:
 
 def knowledge_seed(*, ingest_now: bool = False, keys: list[str] | None = None) -> dict[str, int]:
     """Create the missing demo documents (all, or those in ``keys``); with
-    ``ingest_now`` also ingest every document that is not ready, in this process."""
+    ``ingest_now`` also ingest every document that is not ready, in this process.
+
+    Without ``keys``, a demo article a support admin deleted stays deleted. Naming it in
+    ``keys`` is asking for it: it is created again and no longer marked deleted."""
     from . import services
 
     created = 0
+    deleted = set(DeletedSeedDocument.objects.values_list("seed_key", flat=True))
     for key, language, title, relative, origin in [*ARTICLES, STORE_POLICY]:
         if keys is not None and key not in keys:
             continue
+        if keys is None and key in deleted:
+            continue
         if Document.objects.filter(seed_key=key).exists():
             continue
+        if key in deleted:
+            DeletedSeedDocument.objects.filter(seed_key=key).delete()
         path = article_path(relative)
         services.document_create(
             title=title,
@@ -177,4 +187,9 @@ def knowledge_seed(*, ingest_now: bool = False, keys: list[str] | None = None) -
         ):
             outcome = services.document_ingest(document_id=document_id)
             ingested += outcome.result == "ready"
-    return {"created": created, "ingested": ingested, "documents": Document.objects.count()}
+    return {
+        "created": created,
+        "ingested": ingested,
+        "documents": Document.objects.count(),
+        "kept_deleted": 0 if keys is not None else len(deleted),
+    }

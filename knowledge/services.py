@@ -27,7 +27,7 @@ from inference.jobs import task_enqueue
 
 from . import ingest
 from .ingest import IngestError
-from .models import Chunk, Document, KnowledgeBaseVersion
+from .models import Chunk, DeletedSeedDocument, Document, KnowledgeBaseVersion
 
 logger = logging.getLogger(__name__)
 
@@ -168,6 +168,11 @@ def document_delete(*, document_id: int) -> None:
             return
         stored_file = document.file.name if document.file else ""
         storage = document.file.storage if document.file else None
+        if document.seed_key:
+            # The demo seed must not bring it back (knowledge.seed.knowledge_seed).
+            DeletedSeedDocument.objects.update_or_create(
+                seed_key=document.seed_key, defaults={"title": document.title}
+            )
         document.delete()
         kb_version_bump()
         if storage is not None and stored_file:

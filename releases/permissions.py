@@ -35,7 +35,7 @@ GROUP_PERMISSIONS: dict[str, list[str]] = {
         *(
             f"{app}.{action}_{model}"
             for app, models in (
-                ("knowledge", ("document", "chunk")),
+                ("knowledge", ("document", "chunk", "answercard", "deletedseeddocument")),
                 ("routing", ("intent", "utterance", "replytemplate", "slotpattern", "rule")),
             )
             for model in models

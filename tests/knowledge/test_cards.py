@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from knowledge import cards, services
 from knowledge.answer import answer_plan
 from knowledge.ingest import document_sections
 from knowledge.models import AnswerCard, Document
+from releases.permissions import SUPPORT_ADMINS
 
 pytestmark = pytest.mark.django_db
 
@@ -111,7 +112,10 @@ def test_an_answer_the_section_does_not_back_cannot_be_approved() -> None:
 
 def test_support_admin_reviews_cards_in_admin(client: Client) -> None:
     doc = ingest()
-    admin = User.objects.create_superuser("boss", "boss@example.com", "pw")
+    # A member of the "support admins" group, not a superuser: the group's own rights
+    # must cover the review (it lacked the answer-card permissions until session 13).
+    admin = User.objects.create_user("mia", "mia@example.com", "pw", is_staff=True)
+    admin.groups.add(Group.objects.get(name=SUPPORT_ADMINS))
     client.force_login(admin)
     listing = client.get("/admin/knowledge/answercard/")
     assert listing.status_code == 200
