@@ -455,6 +455,11 @@ class DeletedSeedDocumentAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Deleting the mark would restore the article only at the next start, silently
+        # ("Delete selected deleted demo articles"): Restore is the one clear way.
+        return False
+
     @admin.action(description="Restore the selected demo articles")
     def restore(self, request: HttpRequest, queryset: QuerySet[DeletedSeedDocument]) -> None:
         from .seed import knowledge_seed
