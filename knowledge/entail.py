@@ -42,15 +42,15 @@ from .text import is_qualified
 Label = Literal["entailed", "contradicted", "neutral"]
 
 MIN_SUPPORT = 0.8
-MIN_SUPPORT_ZH = 0.95
+MIN_SUPPORT_ZH = 0.9
 
 SENTENCE = ktext.SENTENCE
 # Clauses of a passage sentence: one sentence often states a rule and its exception.
 _CLAUSE = re.compile(r"\s*;\s*|；|,\s+but\s+|，但|，不过|\s+but\s+")
 
 _NEG_EN = re.compile(
-    r"\b(not|no|never|none|nothing|nor|neither|without|cannot|can't|won't|don't|doesn't|"
-    r"didn't|isn't|aren't|wasn't|weren't|shouldn't|mustn't|couldn't|wouldn't|haven't|"
+    r"\b(not|no|never|none|nothing|nobody|no one|nor|neither|without|cannot|can't|won't|"
+    r"don't|doesn't|didn't|isn't|aren't|wasn't|weren't|shouldn't|mustn't|couldn't|wouldn't|haven't|"
     r"hasn't|n't|non-refundable|nonrefundable)\b",
     re.IGNORECASE,
 )
@@ -59,7 +59,7 @@ _NEG_ZH = re.compile(r"不|没|無|无|禁止|切勿|勿|未|非|别|莫")
 _ZH_NOT_NEG = re.compile(r"不同|不少|不错|不过(?!期)|不仅|无论|非常|并非常|不管|未来|没关系")
 _PARTICLE = re.compile(
     r"^\s*(?:(?P<yes>yes|yep|yeah|sure|certainly|of course|absolutely|correct|right|"
-    r"是的|是|可以|对|会|有|当然)"
+    r"是的|会的|可以的|有的|对的|是|可以|对|会|有|当然)"
     r"|(?P<no>no|nope|not really|unfortunately not|不是|不可以|不能|不行|不会|没有|不))"
     r"\s*[,，.。!！:]\s*",
     re.IGNORECASE,
@@ -248,6 +248,12 @@ _UNIVERSAL = re.compile(
 _NAMED = re.compile(r"\b[A-Z][A-Za-z]*\b|\b[XSML]{1,3}L?\b")
 
 
+# Whom a rule is for (membership levels): a clause naming one is that level's rule, or
+# its exception to another rule.
+_SUBJECT_NAMES = re.compile(r"\b(?:Guests?|Bronze|Silver|Gold)\b|普通访客|铜卡|银卡|金卡")
+_ALIAS = re.compile(r"[（(][A-Za-z][A-Za-z ]*[)）]")
+
+
 def _names(text: str, clauses: list[str]) -> set[str]:
     """Capitalised words of ``text`` (lower-cased). The first word counts only if the
     passages use it as a name (capitalised mid-sentence) or never use it: "Silver
@@ -272,8 +278,13 @@ def _universals(text: str) -> set[str]:
     return {m.group(0).lower() for m in _UNIVERSAL.finditer(_IDIOMS.sub(" ", text))}
 
 
+# "neither ... nor" negates once: "can be neither cancelled nor changed".
+_NEITHER_NOR = re.compile(r"\bneither\b[^.;]*?\bnor\b", re.IGNORECASE)
+
+
 def _negations(text: str) -> int:
     text = _IDIOMS.sub(" free ", text)
+    text = _NEITHER_NOR.sub(lambda m: m.group(0)[: -len("nor")] + "or", text)
     count = len(_NEG_EN.findall(text))
     stripped = _ZH_NOT_NEG.sub("", text)
     count += len(_NEG_ZH.findall(stripped))
@@ -380,7 +391,31 @@ def _align(terms: list[str], clauses: list[str]) -> tuple[list[int], float]:
     return [best], len(wanted & sets[best]) / len(wanted)
 
 
+_ZH_PART = re.compile(r"[，：:]")
+
+
+def _claim_parts(claim: str, clause: str) -> str:
+    """The parts of a Chinese clause (cut at its commas) the claim speaks of: those
+    sharing at least half their content characters with it. A long Chinese sentence
+    carries several rules ("36个月后过期，过期后…不能再使用"), and a claim restating
+    one of them takes that part's polarity, not the sentence's. The whole clause when
+    no part qualifies, or for English."""
+    if not ktext.has_cjk(clause):
+        return clause
+    mine = _zh_chars(claim)
+    parts = [p for p in _ZH_PART.split(clause) if p.strip()]
+    if len(parts) < 2:
+        return clause
+    shared = [len(_zh_chars(part) & mine) for part in parts]
+    near = [p for p, n in zip(parts, shared, strict=True) if n and n >= 0.5 * len(_zh_chars(p))]
+    if not near and shared.count(max(shared)) == 1 and max(shared) >= 2:
+        # A short question ("礼品卡会过期吗？") shares most with one part.
+        near = [parts[shared.index(max(shared))]]
+    return "，".join(near) if near else clause
+
+
 def _polarity_flip(claim: str, clause: str) -> bool:
+    clause = _claim_parts(claim, clause)
     claim_neg = _negations(claim)
     clause_neg = _negations(clause)
     # "unworn" in the passage against "worn" in the claim (or the reverse) is a flip.
@@ -412,11 +447,30 @@ def _numbers_check(claim: str, clauses: list[str], aligned: list[str]) -> tuple[
     return "entailed", ""
 
 
+# The period of a rate or a rule ("$99 a year", "2 vouchers per day", 每年): a claim
+# that states another period than its clause ("$99 a month", 每月) changes the figure
+# even where every number and most words are the same.
+_PERIOD = re.compile(
+    r"\b(?:a|an|per|each|every)\s+(day|week|month|year)s?\b|每(?:个)?(天|日|周|星期|月|年)",
+    re.IGNORECASE,
+)
+_PERIOD_ZH = {"天": "day", "日": "day", "周": "week", "星期": "week", "月": "month", "年": "year"}
+
+
+def _periods(text: str) -> set[str]:
+    return {
+        m.group(1).lower() if m.group(1) else _PERIOD_ZH[m.group(2)] for m in _PERIOD.finditer(text)
+    }
+
+
 def _body_check(body: str, clauses: list[str]) -> Claim:
     terms = _terms(body)
     picked, support = _align(terms, clauses)
     aligned = [clauses[i] for i in picked]
     evidence = " / ".join(aligned)
+    theirs = _periods(" ".join(aligned))
+    if theirs and _periods(body) - theirs:
+        return Claim(body, "contradicted", "a different period", evidence, support)
     number_label, number_reason = _numbers_check(body, clauses, aligned)
     if number_label == "contradicted":
         return Claim(body, "contradicted", number_reason, evidence, support)
@@ -427,16 +481,31 @@ def _body_check(body: str, clauses: list[str]) -> Claim:
         return Claim(body, "contradicted", "negation differs from the passage", evidence, support)
     # Another clause about the same thing with the opposite polarity: "Items must be
     # unworn" against "items can be returned worn", aligned to the Gold exception.
+    # Not when the aligned clause backs the claim with the same polarity and the other
+    # clause shares fewer of its words: a rule and its exception ("Items must be
+    # unworn" / "Gold members ... can also return worn items") both name the thing,
+    # and the claim restating the rule is not contradicted by the exception.
     wanted = set(terms)
+    floor = MIN_SUPPORT_ZH if ktext.has_cjk(body) else MIN_SUPPORT
+    backed = (
+        support >= floor
+        and not (aligned and _polarity_flip(body, aligned[0]))
+        and not _names(aligned[0], [aligned[0]]) - set(re.findall(r"[a-z]+", body.lower()))
+        and not _SUBJECT_NAMES.findall(aligned[0])
+        and (is_qualified(body) or not is_qualified(aligned[0]))
+    )
+    own = len(wanted & _tokens(aligned[0])) if aligned else 0
     for clause in clauses:
         near = _tokens(clause)
-        if len(wanted & near) >= 0.6 * len(wanted) and _polarity_flip(body, clause):
+        shared = len(wanted & near)
+        if backed and shared < own:
+            continue
+        if shared >= 0.6 * len(wanted) and _polarity_flip(body, clause):
             return Claim(body, "contradicted", "negation differs from the passage", clause, support)
     if number_label != "entailed":
         return Claim(body, number_label, number_reason, evidence, support)
     # Chinese is matched by characters, which share too easily ("已经处理" against
     # "待处理"): a Chinese claim must use nearly all of the clause's characters it needs.
-    floor = MIN_SUPPORT_ZH if ktext.has_cjk(body) else MIN_SUPPORT
     if support < floor:
         return Claim(body, "neutral", f"support {support:.2f}", evidence, support)
     clause_text = " ".join(aligned)
@@ -444,7 +513,9 @@ def _body_check(body: str, clauses: list[str]) -> Claim:
     if missing:
         reason = f"names {sorted(missing)} the passage's clause doesn't"
         return Claim(body, "neutral", reason, evidence, support)
-    dropped = _names(clause_text, [clause_text]) - set(re.findall(r"[a-z]+", body.lower()))
+    # A name in brackets is another name for the word before it: 快速配送（Express）.
+    unaliased = _ALIAS.sub(" ", clause_text)
+    dropped = _names(unaliased, [unaliased]) - set(re.findall(r"[a-z]+", body.lower()))
     if dropped:
         # "Items can be returned worn" from "Gold members ... can also return worn items".
         reason = f"leaves out {sorted(dropped)}, whom the passage's rule is for"
@@ -456,6 +527,22 @@ def _body_check(body: str, clauses: list[str]) -> Claim:
     if is_qualified(body) and not any(is_qualified(c) for c in aligned):
         return Claim(body, "neutral", "adds a limit the passage lacks", evidence, support)
     return Claim(body, "entailed", "", evidence, support)
+
+
+def _clauses_check(body: str, clauses: list[str]) -> Claim:
+    """A claim of two clauses ("Bronze members can't get an extension, but a manager
+    can call you back") is cut where the passages are cut, and each part must be
+    backed by a clause of its own: one passage clause rarely holds both."""
+    whole = _body_check(body, clauses)
+    parts = [p.strip() for p in _CLAUSE.split(body) if p and p.strip()]
+    if whole.label != "neutral" or len(parts) < 2:
+        return whole
+    checked = [_body_check(part, clauses) for part in parts]
+    for label in ("contradicted", "neutral"):
+        for claim in checked:
+            if claim.label == label:
+                return claim
+    return Claim(body, "entailed", "", " / ".join(c.evidence for c in checked), whole.support)
 
 
 def claim_check(sentence: str, passages: list[str], *, question: str = "") -> Claim:
@@ -475,7 +562,7 @@ def claim_check(sentence: str, passages: list[str], *, question: str = "") -> Cl
         if combined.label != "entailed":
             combined.text = sentence
             return combined
-    result = _body_check(body, clauses) if body.strip() else Claim(sentence, "entailed")
+    result = _clauses_check(body, clauses) if body.strip() else Claim(sentence, "entailed")
     result.text = sentence
     if particle is None or result.label == "contradicted" or not question.strip():
         return result
@@ -494,7 +581,9 @@ def claim_check(sentence: str, passages: list[str], *, question: str = "") -> Cl
     clause = clauses[picked[0]]
     q_neg = _negations(question) % 2
     implied_neg = q_neg ^ int(said_no)
-    clause_neg = (_negations(clause) + len(_un_words(clause) & set(q_terms))) % 2
+    clause_neg = (
+        _negations(_claim_parts(question, clause)) + len(_un_words(clause) & set(q_terms))
+    ) % 2
     if implied_neg != clause_neg:
         return Claim(
             sentence, "contradicted", "the yes/no contradicts the passage", clause, support

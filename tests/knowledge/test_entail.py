@@ -43,11 +43,120 @@ WRAP = (
         ("礼品卡自购买之日起36个月后过期。", "礼品卡永不过期。", "contradicted"),
         ("礼品卡自购买之日起36个月后过期。", "礼品卡购买三十六个月后过期。", "entailed"),
         ("每天最多领取2张代金券。每张可减5美元。", "每天最多可以领5张代金券。", "contradicted"),
-        ("The subscription costs $99 a year.", "The subscription costs $99 a month.", "neutral"),
+        # Another period for the same figure changes it (a year / a month, 每年 / 每月).
+        (
+            "The subscription costs $99 a year.",
+            "The subscription costs $99 a month.",
+            "contradicted",
+        ),
+        ("高级订阅每年99美元。", "高级订阅每月99美元。", "contradicted"),
     ],
 )
 def test_claims(premise: str, claim: str, label: str) -> None:
     assert claim_check(claim, [premise]).label == label
+
+
+TWO_RULES_ZH = "会。礼品卡自购买之日起36个月后过期，过期后卡内剩余的余额不能再使用。"
+EXTENSION = (
+    "Bronze members and Guests cannot get an extension, but a manager can call you back to "
+    "talk about it."
+)
+EXCHANGE = (
+    "You can exchange an item from a delivered order for the same product in another option, "
+    "such as a different size or colour. You cannot exchange it for a different kind of "
+    "product, for example a shirt for shoes."
+)
+
+
+@pytest.mark.parametrize(
+    ("premise", "claim", "label"),
+    [
+        # A rule and its exception in the passage: restating the rule is backed by it,
+        # not contradicted by the exception (session 13: dev pairs en-p059, en-p075) ...
+        (
+            EXCHANGE,
+            "You can exchange an item for a different size of the same product.",
+            "entailed",
+        ),
+        (EXCHANGE, "You can exchange a shirt for shoes.", "contradicted"),
+        # ... but a claim that takes the exception's predicate without its subject still
+        # is, and so is the exception flipped.
+        (RETURNS, "Gold members cannot return worn items.", "contradicted"),
+        # A Chinese sentence with two rules: the claim takes the polarity of the part it
+        # restates, not of the sentence (dev pairs zh-p001, zh-p085, zh-p135, zh-p137).
+        (TWO_RULES_ZH, "礼品卡购买36个月后就过期了。", "entailed"),
+        (TWO_RULES_ZH, "礼品卡购买36个月后不会过期。", "contradicted"),
+        (TWO_RULES_ZH, "礼品卡过期后余额还能继续使用。", "contradicted"),
+        # A claim of two clauses is checked clause by clause (dev pair en-p139).
+        (
+            EXTENSION,
+            "Bronze members and Guests can't get an extension, but a manager can call them back.",
+            "entailed",
+        ),
+        (
+            EXTENSION,
+            "Bronze members can get an extension, but a manager can call them back.",
+            "contradicted",
+        ),
+        # "neither ... nor" negates once; "nobody" negates (en-p255, en-p154).
+        (
+            "A processed order can be neither cancelled nor changed.",
+            "A processed order can't be cancelled or changed.",
+            "entailed",
+        ),
+        (
+            "A processed order can be neither cancelled nor changed.",
+            "A processed order can be cancelled.",
+            "contradicted",
+        ),
+        (
+            "Nobody at the shop can see your password.",
+            "Shop staff can see your password.",
+            "contradicted",
+        ),
+        # A bracketed English name is the Chinese word's other name (zh-p013).
+        (
+            "快速配送（Express）运费14.99美元，1到2个工作日送达。",
+            "快速配送14.99美元，一到两个工作日就能到。",
+            "entailed",
+        ),
+        (
+            "快速配送（Express）运费14.99美元，1到2个工作日送达。",
+            "快速配送14.99美元，三到七个工作日就能到。",
+            "contradicted",
+        ),
+        # A Chinese paraphrase with 0.9 of the clause's characters (zh-p010) passes.
+        (
+            "用礼品卡支付订单或改换商品后的差价时，卡内余额必须足够支付全部金额。",
+            "用礼品卡付款时，余额必须够付全部金额。",
+            "entailed",
+        ),
+        # Still blocked: the figures of another day ("Sundays" is no name of the clause).
+        (
+            "Our stores are open Monday to Saturday from 10 am to 8 pm, and on Sunday from 11 am "
+            "to 6 pm.",
+            "On Sundays the stores are open from 10 am to 8 pm.",
+            "neutral",
+        ),
+    ],
+)
+def test_claims_session_13(premise: str, claim: str, label: str) -> None:
+    assert claim_check(claim, [premise]).label == label
+
+
+def test_a_chinese_yes_with_de_is_an_answer_particle() -> None:
+    """ "会的，…"/"可以的，…" open like "会，…": the body is checked, and the particle
+    against the question."""
+    premise = "会。礼品卡自购买之日起36个月后过期，过期后卡内剩余的余额不能再使用。"
+    question = "礼品卡会过期吗？"
+    assert (
+        claim_check("会的，礼品卡购买36个月后过期。", [premise], question=question).label
+        == "entailed"
+    )
+    assert (
+        claim_check("不会的，礼品卡购买36个月后过期。", [premise], question=question).label
+        == "contradicted"
+    )
 
 
 def test_a_yes_or_no_is_checked_against_the_question() -> None:
