@@ -222,9 +222,10 @@ def test_the_probe_set_is_keyed_like_the_questions(
     failure modes beyond the dev split, and tuned on (split "probe", never reported as
     held out); probe2.jsonl: session 11's, written from the articles before the changes
     it measures (split "probe2"); probe3.jsonl: session 12's, written the same way and
-    kept as a final check, never tuned on (split "probe3"). Same keys and the same
-    grading contract as questions.jsonl."""
-    names = ("probe", "probe2", "probe3")
+    kept as a final check, never tuned on (split "probe3"), then tuned on in session 13;
+    probe4.jsonl: session 13's held-out set, written before its changes (split "probe4").
+    Same keys and the same grading contract as questions.jsonl."""
+    names = ("probe", "probe2", "probe3", "probe4")
     probes = [p for name in names for p in _jsonl(EVAL / "answers" / f"{name}.jsonl")]
     assert not {p["id"] for p in probes} & {q["id"] for q in questions}
     assert len({p["id"] for p in probes}) == len(probes)
