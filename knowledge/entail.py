@@ -733,6 +733,9 @@ def _zh_word_found(word: str, text: str, chars: set[str]) -> bool:
     own = [ch for ch in _normalise(word) if "\u4e00" <= ch <= "\u9fff" and ch not in _ZH_FILLER]
     if len(own) <= 1:
         return not own or own[0] in chars
+    if len(own) < len(word) and "".join(own) in text:
+        # A word jieba glued to a modal or particle ("铜卡要", "中是"): its content.
+        return True
     # A longer word counts when half its characters are there ("皮夹克" is about the
     # 夹克 the passage names); a two-character word must be there as it is.
     return len(own) == 3 and sum(ch in chars for ch in own) >= 2

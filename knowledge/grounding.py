@@ -168,7 +168,18 @@ def _with_exceptions(picked: list[int], sentences: list[str]) -> list[int]:
         after = sentences[i + 1] if i + 1 < len(sentences) else ""
         if after and (is_qualified(after) or _EXCEPTION.search(after) or _LIMIT.search(after)):
             out.add(i + 1)
+        if i > 0 and _PRONOUN_OPENING.match(sentences[i]):
+            # "it is the only washing and cleaning advice we give" says nothing without
+            # "Follow the care label sewn into each item;" before it: what "it" is.
+            out.add(i - 1)
     return sorted(out)
+
+
+# A sentence or clause that opens on a pronoun: what it is about was said just before.
+_PRONOUN_OPENING = re.compile(
+    r"^\W*(?:(?:it|it's|its|they|they're|their|them|this|that|these|those)\b|它们|它|这些)",
+    re.IGNORECASE,
+)
 
 
 def _filler_pair(token: str) -> bool:

@@ -55,6 +55,11 @@ expire expiry valid validity lapse
 annual yearly
 authenticator factor 2fa
 bag backpack purse handbag
+tee tshirt shirt
+spend spent spending purchase purchases buy bought
+collar neck
+tips advice instructions
+post posting posted mail mailing
 """
 # Chinese: the same, words as jieba cuts them.
 _SAME_ZH = """
@@ -79,6 +84,13 @@ _SAME_ZH = """
 钱 金额 费用
 买 购买 消费 下单
 鞋子 鞋 运动鞋 跑鞋
+花 花钱 消费
+刀 块 美元
+太贵 太高
+退点 退还 退回
+店里 门店 实体店
+没货 缺货 断货 无货
+升上去 升级 升为 升
 """
 # A specific word -> the words a rule covering it is stated with.
 _BROADER_EN = """
@@ -188,7 +200,7 @@ def expand_tokens(tokens: list[str]) -> list[str]:
 # next word ("能升", "要花", "去取", "钱能").
 _ZH_QUANTITY = re.compile(r"^[零一二两三四五六七八九十百几\d]+[年天日月周张个件条次块元小时]+$")
 _ZH_DIGITS = str.maketrans("零一二两三四五六七八九", "01223456789")
-_ZH_GLUED = frozenset("能要会可想去得")
+_ZH_GLUED = frozenset("能要会可想去得是")
 
 
 def _zh_found(word: str, passage: str) -> bool:

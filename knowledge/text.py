@@ -41,6 +41,8 @@ EN_STOPWORDS = wordset(
     question ask asking help let get got there's i'm it's i'd i've anyone someone something
     anything about from up down out over again further once here whether yes ok okay oh
     well really actually still much many
+    im ive dont doesnt didnt cant wont isnt arent ur pls plz lol rn tho gonna wanna ya
+    supposed somewhere anywhere
     """
 )
 ZH_STOPWORDS = wordset(
@@ -51,7 +53,7 @@ ZH_STOPWORDS = wordset(
     能 能否 能不能 是否 会 会不会 要 需要 吗？ 谢谢 你好 您好 嗨 哈 呃 嗯 一个 个 吧 啦 哦
     如果 的话 时候 现在 已经 还是 然后 所以 但是 因为 可能 应该 多久 多长 哪几个
     哪几种 几种 多大 几天 有没有 是不是 什么样 怎么办 办 咋 咋办 咋整 啥 怎么回事 多少钱 行不行
-    哪里 哪儿
+    哪里 哪儿 啥意思 什么意思 是啥 咋回事 咋样 咋弄 才能 才
     """
 )
 
