@@ -162,8 +162,9 @@ class EntailmentGuard:
         self._released = 0
         self._dropped: list[dict[str, str]] = []
         self._refused = False
-        # The sentences shown so far, as checked.
+        # The sentences shown so far, as checked; whether the last one judged was.
         self._shown: list[str] = []
+        self._last_shown = False
 
     def feed(self, text: str, marks: Mapping[str, Any]) -> str | None:
         self._buffer += text
@@ -216,12 +217,23 @@ class EntailmentGuard:
         self._released += len(out)
         return text
 
+    # A sentence opening on a pronoun ("It is the only washing advice we give.") is not
+    # shown unless the sentence before it was: "it" would be whatever the model meant,
+    # which the shopper never saw (L3 has its own rule, ``GroundedGuard._judge_place``).
+    dangling_check = True
+
     def _judge(self, sentence: str) -> tuple[str, str]:
         """("entailed", "") if ``sentence`` may be shown, else (label, why). Blocking."""
         from knowledge import entail
 
         claim = entail.claim_check(sentence, self.passages, question=self.question)
-        return claim.label, claim.reason
+        label: str = claim.label
+        reason = claim.reason
+        if self.dangling_check:
+            if label == "entailed" and entail.opens_on_pronoun(sentence) and not self._last_shown:
+                label, reason = "dangling", "opens on a pronoun whose sentence was not shown"
+            self._last_shown = label == "entailed"
+        return label, reason
 
     async def drain(self) -> str:
         return await self._release(final=False)
@@ -355,6 +367,7 @@ class GroundedGuard(EntailmentGuard):
         bare: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__(question=question, passages=passages, extract=abstain, dont_know=abstain)
+        self.dangling_check = False  # its own rule: ``_judge_place``
         self.facts = "\n".join(passages)
         self.rule = rule
         self.bare = bare

@@ -266,6 +266,36 @@ async def test_a_bare_particle_nothing_backs_gives_way_to_the_passages_rule() ->
     assert "每次最多只降一级" in extract
 
 
+async def test_a_sentence_opening_on_a_pronoun_is_shown_only_after_its_antecedent() -> None:
+    """ "how am i supposed to clean my sneakers, any tips?": the reader's "It is the only
+    washing and cleaning advice we give." passed the check alone, and the shopper never
+    learnt what "it" was (the care label). Not shown without the sentence before it; the
+    passage's own sentences go out instead. After a shown sentence it stands."""
+    question = "how am i supposed to clean my sneakers, any tips?"
+    passage = (
+        "Follow the care label sewn into each item; it is the only washing and cleaning "
+        "advice we give. We do not publish our own washing instructions."
+    )
+    from chatbot.answerers.guards import EntailmentGuard
+
+    extract = passage_extract(question, [passage], max_chars=320)
+    guard = EntailmentGuard(
+        question=question, passages=[passage], extract=extract, dont_know="DONT_KNOW"
+    )
+    guard.feed("It is the only washing and cleaning advice we give.", {})
+    assert await guard.drain() == ""
+    assert await guard.finish("") is None
+    assert guard.verdict.label == "extract" and "care label" in (guard.verdict.replacement or "")
+    shown = await _guarded(
+        "Follow the care label sewn into each item. It is the only washing and cleaning "
+        "advice we give.",
+        question=question,
+        passages=[passage],
+        extract=extract,
+    )
+    assert shown.startswith("Follow the care label") and "It is the only" in shown
+
+
 async def test_an_answer_that_passes_whole_gets_nothing_added() -> None:
     passage = "Gift wrapping costs $4.99 per item. Gold members get it free."
     shown = await _guarded(
