@@ -60,6 +60,8 @@ spend spent spending purchase purchases buy bought
 collar neck
 tips advice instructions
 post posting posted mail mailing
+hit reach reached qualify qualifies
+next following
 """
 # Chinese: the same, words as jieba cuts them.
 _SAME_ZH = """

@@ -42,7 +42,7 @@ EN_STOPWORDS = wordset(
     anything about from up down out over again further once here whether yes ok okay oh
     well really actually still much many
     im ive dont doesnt didnt cant wont isnt arent ur pls plz lol rn tho gonna wanna ya
-    supposed somewhere anywhere
+    supposed somewhere anywhere go goes going
     """
 )
 ZH_STOPWORDS = wordset(

@@ -235,6 +235,7 @@ def test_shoppers_spellings_and_question_words_name_nothing() -> None:
     ]
     assert ktext.question_keywords("退款一直显示处理中是啥意思")[-1] != "啥意思"
     assert "才能" not in ktext.question_keywords("铜卡要花多少钱才能升上去")
+    assert "go" not in ktext.question_keywords("how fast does my level go up")
     billing = (
         "If you are Gold, a wrongly charged amount is always refunded. If you are Silver, "
         "it is refunded when the wrong amount is less than $10."
@@ -264,6 +265,12 @@ def test_the_shops_other_words_from_probe3() -> None:
         ("我要的码没货了", "如果想要的尺码缺货，请告诉我们。", "没货"),
         ("铜卡要花多少钱才能升上去", "一个自然年内消费满100美元升为铜卡。", "花"),
         ("铜卡要花多少钱才能升上去", "一个自然年内消费满100美元升为铜卡。", "升上去"),
+        (
+            "how fast does my level go up after i hit the spend?",
+            "The purchase that qualifies you.",
+            "hit",
+        ),
+        ("what happens next year?", "It lasts until the end of the following year.", "next"),
     ]
     for question, passage, word in cases:
         asked = entail.question_coverage(question, [passage])
