@@ -529,6 +529,15 @@ def _body_check(body: str, clauses: list[str]) -> Claim:
     return Claim(body, "entailed", "", evidence, support)
 
 
+# Figures and currency words: "14.99美元" is a bare value like "$14.99".
+_VALUE_TERM = re.compile(r"[\d.,]+|美元|元|块|dollars?|usd", re.IGNORECASE)
+
+
+def _value_terms(body: str) -> list[str]:
+    """The claim's terms other than figures and currency words."""
+    return [t for t in _terms(body) if not _VALUE_TERM.fullmatch(t)]
+
+
 def _clauses_check(body: str, clauses: list[str]) -> Claim:
     """A claim of two clauses ("Bronze members can't get an extension, but a manager
     can call you back") is cut where the passages are cut, and each part must be
@@ -554,7 +563,7 @@ def claim_check(sentence: str, passages: list[str], *, question: str = "") -> Cl
         return Claim(sentence, "entailed", "quoted", sentence, 1.0)
     particle = _PARTICLE.match(sentence)
     body = sentence[particle.end() :] if particle else sentence
-    if body.strip() and question.strip() and len(_terms(body)) < 2:
+    if body.strip() and question.strip() and len(_value_terms(body)) < 2:
         # A bare value ("$1000.", "1000美元") says nothing alone: it answers the
         # question, so the question and the value are checked together ("how much to
         # become Silver? $1000" against "Silver at $500").

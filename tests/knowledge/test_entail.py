@@ -219,3 +219,18 @@ def test_a_bare_yes_or_no_that_nothing_backs_is_not_shown() -> None:
     assert claim_check("会。", [levels], question=question).label == "neutral"
     # A bare particle the aligned clause backs still passes.
     assert claim_check("Yes.", [GIFT], question="do gift cards expire?").label == "entailed"
+
+
+def test_a_bare_price_with_its_currency_is_checked_with_the_question() -> None:
+    """ "铜卡要花多少钱才能升上去" got "14.99美元" (the Express upgrade's price, from the
+    other cited passage): "美元" made it two terms, so it skipped the bare-value check
+    that reads the question and the value together."""
+    passages = [
+        "一个自然年内消费满100美元升为铜卡，满500美元升为银卡。",
+        "只有在订单尚未发货时才能升级为快速配送。升级费用为14.99美元。",
+    ]
+    question = "铜卡要花多少钱才能升上去"
+    assert claim_check("14.99美元。", passages, question=question).label != "entailed"
+    assert claim_check(
+        "$14.99.", ["Express costs $14.99."], question="how much is express?"
+    ).label == ("entailed")
