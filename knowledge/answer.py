@@ -23,7 +23,7 @@ from inference.base import ChatMessage, GenerationRequest
 from inference.sanitize import prompt_sanitize
 
 from . import text as ktext
-from .entail import character_share, question_coverage
+from .entail import Coverage, character_share, question_coverage
 from .grounding import passage_extract
 from .retrieval import Passage, RetrievalResult, passages_retrieve
 
@@ -142,6 +142,24 @@ def context_select(
 def passage_material(passage: Passage) -> str:
     """What a passage says, with the article title and section heading it sits under."""
     return f"{passage.title} {passage.heading} {passage.text}"
+
+
+def other_goods(question: str, coverage: Coverage, passages: list[str]) -> list[str]:
+    """The kinds of goods the question asks about that the passages leave out, when
+    their rule is for another kind rather than for items in general: "how long is the
+    warranty on the sneakers?" against the boots' warranty. Then the passages answer
+    a question about something else (the question's other words are all there, so the
+    coverage check alone let it through)."""
+    from . import lexicon
+    from .entail import _goods_covered, _normalise, _tokens
+
+    text = _normalise(" ".join(" ".join(passages).split()))
+    stems = _tokens(text)
+    return [
+        word
+        for word in coverage.missing
+        if lexicon.is_goods(word) and not _goods_covered(word, text, stems)
+    ]
 
 
 def coverage_first(question: str, passages: list[Passage]) -> list[Passage]:
@@ -295,6 +313,9 @@ def answer_plan(
             "answers": coverage.answers,
         }
         if not coverage.answers:
+            chosen, extras = [], []
+        elif other := other_goods(question, coverage, [passage_material(p) for p in chosen]):
+            explain["question_coverage"]["other_goods"] = other
             chosen, extras = [], []
     if not chosen:
         return KnowledgeAnswer(

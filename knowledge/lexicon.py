@@ -123,6 +123,13 @@ _GENERAL_EN = "item items product products clothes clothing"
 _GENERAL_ZH = "商品 物品 东西 衣服"
 
 
+def is_goods(word: str) -> bool:
+    """A kind of the shop's goods ("sneakers", "夹克"), not goods in general."""
+    if ktext.has_cjk(word):
+        return word in _GOODS_ZH.split()
+    return _stem(word) in {_stem(w) for w in _GOODS_EN.split()}
+
+
 def _stem(word: str) -> str:
     tokens = ktext.index_tokens(word)
     return tokens[0] if tokens else word.lower()

@@ -309,3 +309,20 @@ def test_an_extract_keeps_the_clause_a_pronoun_points_back_to() -> None:
         "how am i supposed to clean my sneakers, any tips?", [care], max_chars=400
     )
     assert extract.startswith("Follow the care label")
+
+
+def test_a_passage_about_another_kind_of_goods_does_not_answer() -> None:
+    """ "how long is the warranty on the sneakers?" found the boots' warranty, which has
+    every other word of it ("how long", "warranty"), and got its extract. A rule stated
+    for items in general still answers a question about a kind of goods."""
+    from knowledge.answer import other_goods
+
+    question = "how long is the warranty on the sneakers?"
+    coverage = entail.question_coverage(question, [WARRANTY])
+    assert coverage.answers  # the coverage check alone lets it through
+    assert other_goods(question, coverage, [WARRANTY]) == ["sneakers"]
+    boots = "how long is the warranty on the boots?"
+    assert other_goods(boots, entail.question_coverage(boots, [WARRANTY]), [WARRANTY]) == []
+    general = "Items must be unworn and have their tags attached to be returned."
+    jeans = "can I return jeans without tags?"
+    assert other_goods(jeans, entail.question_coverage(jeans, [general]), [general]) == []
