@@ -126,6 +126,24 @@ class Traffic:
         await asyncio.gather(*(one(n) for n in range(start, self.sessions)))
 
 
+def expected_weights(timeline: list[tuple[int, int, str]]) -> list[int]:
+    """The weight after each beat by the schedule's rule (releases.services), given
+    the beats' outcomes: +5% at a pass or insufficient beat once 2 h have gone by since
+    the last step (the start counts as one), up to 20%; a breach holds; promotion
+    serves everyone, and comes only after 2 h at the ceiling."""
+    weight, last_step, at_max = 10, 0, None
+    weights = []
+    for minute, _, outcome in timeline:
+        if outcome == "promote":
+            assert at_max is not None and minute - at_max >= 2 * 60, (minute, at_max)
+            weight = 100
+        elif outcome in ("pass", "insufficient") and weight < 20 and minute - last_step >= 120:
+            weight, last_step = weight + 5, minute
+            at_max = minute if weight == 20 else None
+        weights.append(weight)
+    return weights
+
+
 def nine_in_ten(done: dict[str, Any], count: int) -> bool:
     return count % 10 != 0
 
@@ -338,9 +356,22 @@ async def test_equal_candidate_is_promoted_without_rollback(
     assert release.status == Release.Status.PROMOTED and release.is_stable
     assert not await GuardrailDecision.objects.filter(release=release, outcome="rollback").aexists()
     weights = [w for _, w, _ in timeline]
-    # The schedule: 10% -> 15% at 2 h -> 20% (the ceiling) at 4 h, promoted 2 h later.
+    # The schedule: 10% -> 15% at 2 h -> 20% (the ceiling) at 4 h, promoted 2 h later,
+    # when every beat passes. The two variants are the same fake, but latency is real
+    # wall time on a shared machine, so an equal candidate can breach at alpha by
+    # chance (CI, 2026-12-02: breaches at 100-140 min, never confirmed). A breach holds
+    # the schedule, as it should, and the confirmation on later minutes clears it: that
+    # delays promotion but must never roll back. So the timeline is replayed against the
+    # rule from the beats' own outcomes instead of assuming none breached.
     assert weights[0] == 10 and 15 in weights and weights[-2] == 20
-    assert timeline[-1][2] == "promote" and timeline[-1][0] == 6 * 60
+    assert timeline[-1][2] == "promote"
+    assert expected_weights(timeline) == weights
+    breaches = sum(1 for _, _, outcome in timeline if outcome == "breach")
+    # False breaches at alpha 0.01 are rare; a run full of them is a bug, not noise.
+    assert breaches <= 4, timeline
+    assert timeline[-1][0] <= 6 * 60 + ROUND_MIN * breaches + 2 * 60
+    if breaches == 0:
+        assert timeline[-1][0] == 6 * 60
     promote = await GuardrailDecision.objects.aget(release=release, outcome="promote")
     statuses = {c["name"]: c["status"] for c in promote.numbers["checks"]}
     assert statuses["latency:all"] == "pass" and statuses["errors"] == "pass"
