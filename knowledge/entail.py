@@ -690,6 +690,18 @@ _YES_NO_ZH = re.compile(
 )
 
 
+_WH_ANYWHERE_EN = re.compile(r"\b(what|whats|how|when|where|which|why)\b", re.IGNORECASE)
+
+
+def is_wh(question: str) -> bool:
+    """A question asking what, how, when, where, which or why (anywhere in it: "at
+    what total do I stop paying for postage?"), and not a yes/no question."""
+    if is_yes_no(question):
+        return False
+    pattern = _WH_ZH if ktext.has_cjk(question) else _WH_ANYWHERE_EN
+    return bool(pattern.search(question))
+
+
 def is_yes_no(question: str) -> bool:
     """A question answered by yes or no ("can I pause my subscription?", "礼品卡永久有效
     对吧？"), not one asking what, how, when ("how long does a refund take?")."""
@@ -774,6 +786,11 @@ def question_coverage(
     # A tag question states the shopper's figure to have it confirmed ("free shipping
     # kicks in at $75, right?"): the passage answers it with its own figure.
     numbers_count = not _TAG.search(question)
+    # A wh-question asks for what its wh-word names; its verbs and adverbs say how it
+    # is asked ("where do I look to find the inseam?", "寄去修要多久"), so a passage
+    # that says them differently still answers it. A yes/no question's verb is what it
+    # asks about ("is the leather ethically sourced?"): there every word counts.
+    predicates = ktext.predicate_words(question) if is_wh(question) else frozenset()
     for word in ktext.question_keywords(question):
         lowered = word.lower()
         if lowered in _QUESTION_FILLER or lowered in _COURTESY or not lowered.strip("?？!！.,"):
@@ -801,7 +818,7 @@ def question_coverage(
                 for t in ktext.index_tokens(lowered)
             )
         out.terms.append(word)
-        if not found:
+        if not found and lowered not in predicates:
             out.missing.append(word)
     if nouns and out.missing and is_yes_no(question) and not _TAG.search(question):
         # "does express shipping deliver on weekends?" against the Express passage: one

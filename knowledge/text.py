@@ -281,6 +281,33 @@ def specific_nouns(question: str) -> frozenset[str]:
     return frozenset(out - GENERIC_NOUNS)
 
 
+# Verbs and adverbs: how a wh-question asks for its answer ("where do I *look* to
+# *find* the inseam", "how long does it *take*", "手机丢了收不到验证码怎么办"). English by
+# spaCy's tags, Chinese by jieba's flags (v, vd, vi, vg, d...; not vn, a verbal noun
+# such as 维修, which names a service).
+_EN_PREDICATE_POS = frozenset(["VERB", "AUX", "ADV"])
+_ZH_PREDICATE_FLAG = re.compile(r"^(v[dig]?|d[fg]?)$")
+
+
+@lru_cache(maxsize=2048)
+def predicate_words(question: str) -> frozenset[str]:
+    """The question's verbs and adverbs (lower-cased; Chinese words of jieba's verb
+    and adverb flags). Blocking (CPU)."""
+    out: set[str] = set()
+    for run in _RUNS.findall(question):
+        if _IS_CJK.match(run):
+            import jieba.posseg
+
+            _jieba()
+            out.update(p.word for p in jieba.posseg.lcut(run) if _ZH_PREDICATE_FLAG.match(p.flag))
+        elif run.strip():
+            tagger = _en_tagger()
+            with _spacy_lock:
+                doc = tagger(run)
+            out.update(t.text.lower() for t in doc if t.pos_ in _EN_PREDICATE_POS)
+    return frozenset(out)
+
+
 def numbers(text: str) -> list[str]:
     return [n.replace(",", "") for n in _NUMBER.findall(text)]
 

@@ -326,3 +326,29 @@ def test_a_passage_about_another_kind_of_goods_does_not_answer() -> None:
     general = "Items must be unworn and have their tags attached to be returned."
     jeans = "can I return jeans without tags?"
     assert other_goods(jeans, entail.question_coverage(jeans, [general]), [general]) == []
+
+
+def test_a_wh_questions_verbs_say_how_it_asks_not_what() -> None:
+    """ "where do i look to find the inseam of a particular pair of jeans" missed look,
+    find and particular in the inseam section and got "I don't know" (probe4); in a
+    wh-question the verbs and adverbs say how it is asked. A yes/no question's verb is
+    what it asks about, so there every word still counts."""
+    inseam = (
+        "Jeans FAQ How long is the leg? Our jeans come in three inseam lengths: short (30 "
+        "inches), regular (32 inches) and long (34 inches). The inseam is listed on each "
+        "product page under Size and fit."
+    )
+    where = entail.question_coverage(
+        "where do i look to find the inseam of a particular pair of jeans", [inseam]
+    )
+    assert where.answers and where.missing == ["particular"]
+    assert not entail.question_coverage(
+        "is the leather on your boots ethically sourced?", [WARRANTY]
+    ).answers
+    two_factor = (
+        "重置两步验证 如果无法使用两步验证设备，我们会把重置码发送到账户绑定的邮箱。"
+        "无法提供该邮箱时，可以改用PIN码或安全问题验证身份。"
+    )
+    assert entail.question_coverage("手机丢了收不到验证码怎么办", [two_factor]).answers
+    assert entail.is_wh("at what basket total do I stop paying for postage?")
+    assert not entail.is_wh("do you deliver on sundays?")
