@@ -791,6 +791,10 @@ def question_coverage(
     # that says them differently still answers it. A yes/no question's verb is what it
     # asks about ("is the leather ethically sourced?"): there every word counts.
     predicates = ktext.predicate_words(question) if is_wh(question) else frozenset()
+    # The passage states its own figure of the same kind (a duration, an amount): that
+    # answers the question's ("礼品卡买了两年了还能用吗" against "36个月后过期", "overcharged
+    # me $30" against "less than $10"); the entailment check judges the figures.
+    stated = _figure_kinds(text)
     for word in ktext.question_keywords(question):
         lowered = word.lower()
         if lowered in _QUESTION_FILLER or lowered in _COURTESY or not lowered.strip("?？!！.,"):
@@ -817,6 +821,8 @@ def question_coverage(
                 & stems
                 for t in ktext.index_tokens(lowered)
             )
+        if not found and stated:
+            found = _figure_kind(word, question) in stated
         out.terms.append(word)
         if not found and lowered not in predicates:
             out.missing.append(word)
@@ -836,6 +842,36 @@ def question_coverage(
             and not _goods_covered(w, text, stems)
         ]
     return out
+
+
+_MONEY_IN = re.compile(r"\$\s?\d|\d\s*(?:美元|元|dollars?|usd)\b|\d\s*(?:美元|元)", re.IGNORECASE)
+_MONEY_AFTER = r"\s*(?:美元|元|刀|块|bucks|dollars?|usd)"
+_DURATION_AFTER = r"\s*(?:days?|weeks?|months?|years?|hours?|个工作日|工作日|天|周|个月|月|年|小时)"
+_DURATION_WORDS = frozenset(
+    ["day", "days", "week", "weeks", "month", "months", "year", "years", "hour", "hours"]
+)
+
+
+def _figure_kinds(text: str) -> set[str]:
+    """The kinds of figure a passage states: "duration" (days to years), "money"."""
+    kinds = {"duration"} if any(q.unit in _DAYS for q in quantities(text)) else set()
+    return kinds | ({"money"} if _MONEY_IN.search(text) else set())
+
+
+def _figure_kind(word: str, question: str) -> str:
+    """The kind of figure a question's word is ("两年", "months", the 30 of "$30"), or
+    "" for any other word."""
+    lowered = word.lower()
+    if lowered in _DURATION_WORDS or any(q.unit in _DAYS for q in quantities(word)):
+        return "duration"
+    if not re.fullmatch(r"\d+(?:[.,]\d+)?", lowered):
+        return ""
+    number = re.escape(lowered)
+    if re.search(rf"\${number}\b|(?<![\d.]){number}{_MONEY_AFTER}", question, re.IGNORECASE):
+        return "money"
+    if re.search(rf"(?<![\d.]){number}{_DURATION_AFTER}", question, re.IGNORECASE):
+        return "duration"
+    return ""
 
 
 def _goods_covered(word: str, text: str, stems: set[str]) -> bool:

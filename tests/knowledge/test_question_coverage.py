@@ -352,3 +352,22 @@ def test_a_wh_questions_verbs_say_how_it_asks_not_what() -> None:
     assert entail.question_coverage("手机丢了收不到验证码怎么办", [two_factor]).answers
     assert entail.is_wh("at what basket total do I stop paying for postage?")
     assert not entail.is_wh("do you deliver on sundays?")
+
+
+def test_a_figure_of_the_kind_the_passage_states_is_answered_by_its_own() -> None:
+    """ "礼品卡买了两年了还能用吗" missed 两年 (the passage says 36个月) and "overcharged me
+    $30" missed 30 (the passage's figure is $10): the passage answers with its own
+    figure of that kind, and the entailment check judges the figures. A figure of a kind
+    the passage doesn't state is still missing."""
+    expiry = "礼品卡会过期吗 会。礼品卡自购买之日起36个月后过期，过期后卡内剩余的余额不能再使用。"
+    assert entail.question_coverage("礼品卡买了两年了还能用吗", [expiry]).answers
+    billing = (
+        "Billed twice or billed the wrong amount If you are Silver, a wrongly charged "
+        "amount is refunded when the wrong amount is less than $10."
+    )
+    coverage = entail.question_coverage("silver member, billed $30 too much, refunded?", [billing])
+    assert "30" not in coverage.missing
+    assert entail._figure_kind("2", "bought this 2 months ago") == "duration"
+    assert entail._figure_kind("30", "overcharged me $30") == "money"
+    assert entail._figure_kind("20", "warm enough at -20?") == ""
+    assert "20" in entail.question_coverage("is the jacket warm at -20?", [billing]).missing
