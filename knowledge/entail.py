@@ -611,6 +611,22 @@ def says_nothing(sentence: str) -> bool:
     return not _terms(body) and not quantities(body)
 
 
+def echoes(sentence: str, question: str) -> bool:
+    """The sentence only says back what the question asked: every content word (stem,
+    or Chinese content character) is the question's and it adds no figure. "退款能马上
+    给。" to "我是金卡，退货才寄出去两天，退款能马上给吗" passed the check and told the
+    shopper nothing the passage adds (that Gold gets it right away either way)."""
+    particle = _PARTICLE.match(sentence + (" " if sentence[-1:] not in ".。!！,，:" else ""))
+    body = sentence[particle.end() :] if particle else sentence
+    asked = _tokens(question) | _zh_chars(question)
+    own = {t for t in _terms(body) if t not in _COURTESY and not ktext.has_cjk(t)}
+    own |= _zh_chars(body)
+    if not own or not own <= asked:
+        return False
+    figures = quantities(question)
+    return all(any(q.same(f) for f in figures) for q in quantities(body))
+
+
 # A sentence that opens on a personal pronoun: what it is about was said before it.
 # Not "this"/"these"/"both": those usually come with their noun ("This backpack ...").
 _PRONOUN_OPENING = re.compile(

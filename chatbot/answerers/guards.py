@@ -285,14 +285,20 @@ class EntailmentGuard:
         shown ones don't already say. The model's
         answer to "will I drop from Gold straight to guest?" was "不会。" plus a
         sentence the check dropped (the one saying by how much): the shopper got
-        "不会。" alone. The extract is the passage's own words, so nothing is added
-        that the shop didn't write, and nothing shown is withdrawn. Blocking."""
+        "不会。" alone. A shown answer that only says the question back ("退款能马上给。")
+        counts as a bare particle (``entail.echoes``). The extract is the passage's own
+        words, so nothing is added that the shop didn't write, and nothing shown is
+        withdrawn. Blocking."""
         from knowledge import entail
 
         if not self.extract:
             return ""
         shown = " ".join(self._shown)
-        if not all(entail.says_nothing(s) for s in self._shown):
+
+        def bare(sentence: str) -> bool:
+            return entail.says_nothing(sentence) or entail.echoes(sentence, self.question)
+
+        if not all(bare(s) for s in self._shown):
             if not self._dropped:
                 return ""
             # After a dropped sentence, only when the passage's sentences hold more of
@@ -308,7 +314,7 @@ class EntailmentGuard:
             if sentence in shown or entail.claim_check(sentence, [shown]).label == "entailed":
                 return True
             return any(
-                not entail.says_nothing(s) and entail.claim_check(s, [sentence]).label == "entailed"
+                not bare(s) and entail.claim_check(s, [sentence]).label == "entailed"
                 for s in self._shown
             )
 

@@ -412,3 +412,27 @@ async def test_a_price_written_with_a_space_after_its_point_is_one_price() -> No
             shown += await guard.drain()
         shown += await guard.finish(shown) or ""
         assert shown == passage, step
+
+
+async def test_an_answer_that_only_says_the_question_back_is_followed_by_the_rule() -> None:
+    """ "我是金卡，退货才寄出去两天，退款能马上给吗" got "退款能马上给。" (passed: the passage
+    says 马上), which tells the shopper nothing the question didn't; the passage's rule
+    (Gold gets it right away either way) follows it. An answer with words of its own
+    gets nothing added."""
+    from knowledge import entail
+
+    passage = (
+        "如果您退货已超过7天仍未收到退款，请联系我们，我们会马上补发。"
+        "7天以内请再等等，仓库可能还在处理；金卡会员无论几天都可以马上拿到退款。"
+    )
+    question = "我是金卡，退货才寄出去两天，退款能马上给吗"
+    # The extract L2's plan made for it (the 14:18 probe4 run).
+    extract = (
+        "如果您退货已超过7天仍未收到退款，请联系我们，我们会马上补发。"
+        "金卡会员无论几天都可以马上拿到退款。"
+    )
+    shown = await _guarded("退款能马上给。", question=question, passages=[passage], extract=extract)
+    assert shown.startswith("退款能马上给。") and "无论几天" in shown
+    assert entail.echoes("Yes, gift cards expire.", "do gift cards expire?")
+    assert not entail.echoes("Gift cards expire after 36 months.", "do gift cards expire?")
+    assert not entail.echoes("Gold members get it free.", "how much is gift wrap?")
