@@ -141,6 +141,10 @@ class FactGuard:
 # A price whose cents come after a space ("$14. 99"), and a buffer that may end in one.
 _BROKEN_PRICE = re.compile(r"([$€£¥]\d+)\.\s+(\d{2})(?!\d)")
 _OPEN_PRICE = re.compile(r"[$€£¥]\d+\.(?:\s+\d?)?$")
+# A stream that stops on a figure with no sentence end after it was most likely cut by
+# the token limit inside that figure: "... price $2" of "$219.43" (make eval-answers,
+# 2026-12-03: an L3 summary of catalogue rows ended so, and the shopper read "$2").
+_CUT_FIGURE = re.compile(r"\d\s*$")
 
 
 class EntailmentGuard:
@@ -196,8 +200,13 @@ class EntailmentGuard:
             ready, self._buffer = self._buffer[:cut], self._buffer[cut:]
         else:
             ready, self._buffer = self._buffer, ""
+        pieces = entail.sentences(ready)
+        if final and pieces and _CUT_FIGURE.search(pieces[-1]):
+            self._dropped.append(
+                {"text": pieces.pop(), "label": "cut", "reason": "the reply stopped inside a figure"}
+            )
         out: list[str] = []
-        for sentence in entail.sentences(ready):
+        for sentence in pieces:
             if entail.is_refusal(sentence):
                 self._refused = True
                 continue

@@ -252,6 +252,22 @@ async def test_a_price_split_across_chunks_is_one_sentence() -> None:
     assert shown == "The navy Backpack costs $219.43. Your order #W2611340 ships with USPS."
 
 
+async def test_a_reply_cut_inside_a_figure_drops_its_last_piece() -> None:
+    """make eval-answers, 2026-12-03: the model's token limit ended an L3 reply on
+    "..., price $2" (the row's price is $219.43) and the shopper read "$2". A stream
+    that stops on a figure with no sentence end was cut inside it."""
+    shown, guard = await guarded(
+        "The navy Backpack item 8084436579 costs $219.43. The navy Backpack item "
+        "8084436579 is large, price $2"
+    )
+    assert shown == "The navy Backpack item 8084436579 costs $219.43."
+    cut = [d for d in guard.verdict.meta["unsupported_claims"] if d["label"] == "cut"]
+    assert cut and cut[0]["text"].endswith("price $2")
+    # A last sentence that ends is kept, figure and all.
+    shown, _ = await guarded("The navy Backpack item 8084436579 costs $219.43.")
+    assert shown == "The navy Backpack item 8084436579 costs $219.43."
+
+
 async def test_guard_drops_a_flipped_status_and_a_refund_cause() -> None:
     # No digits in these: the entailment check against the records catches them.
     shown, guard = await guarded(
