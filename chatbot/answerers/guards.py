@@ -202,9 +202,9 @@ class EntailmentGuard:
             ready, self._buffer = self._buffer, ""
         pieces = entail.sentences(ready)
         if final and pieces and _CUT_FIGURE.search(pieces[-1]):
-            cut = pieces.pop()
+            piece = pieces.pop()
             self._dropped.append(
-                {"text": cut, "label": "cut", "reason": "the reply stopped inside a figure"}
+                {"text": piece, "label": "cut", "reason": "the reply stopped inside a figure"}
             )
         out: list[str] = []
         for sentence in pieces:
