@@ -860,7 +860,8 @@ def question_coverage(
     return out
 
 
-_MONEY_IN = re.compile(r"\$\s?\d|\d\s*(?:美元|元|dollars?|usd)\b|\d\s*(?:美元|元)", re.IGNORECASE)
+# (No \b after 美元/元: a CJK character follows them with no word boundary.)
+_MONEY_IN = re.compile(r"\$\s?\d|\d\s*(?:美元|元)|\d\s*(?:dollars?|usd)\b", re.IGNORECASE)
 _MONEY_AFTER = r"\s*(?:美元|元|刀|块|bucks|dollars?|usd)"
 _DURATION_AFTER = r"\s*(?:days?|weeks?|months?|years?|hours?|个工作日|工作日|天|周|个月|月|年|小时)"
 _DURATION_WORDS = frozenset(
