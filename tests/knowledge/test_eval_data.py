@@ -224,9 +224,10 @@ def test_the_probe_set_is_keyed_like_the_questions(
     it measures (split "probe2"); probe3.jsonl: session 12's, written the same way and
     kept as a final check, never tuned on (split "probe3"), then tuned on in session 13;
     probe4.jsonl: session 13's held-out set, written before its changes (split "probe4"),
-    then tuned on in session 14; probe5.jsonl: session 14's held-out set (split "probe5").
+    then tuned on in session 14; probe5.jsonl: session 14's held-out set (split "probe5"),
+    then tuned on in session 15; probe6.jsonl: session 15's held-out set (split "probe6").
     Same keys and the same grading contract as questions.jsonl."""
-    names = ("probe", "probe2", "probe3", "probe4", "probe5")
+    names = ("probe", "probe2", "probe3", "probe4", "probe5", "probe6")
     probes = [p for name in names for p in _jsonl(EVAL / "answers" / f"{name}.jsonl")]
     assert not {p["id"] for p in probes} & {q["id"] for q in questions}
     assert len({p["id"] for p in probes}) == len(probes)
