@@ -43,6 +43,7 @@ application = ProtocolTypeRouter(
 if settings.TIERDESK_WARMUP_ON_START and not settings.TESTING:
     from chatbot.services import conversation_sweep_interrupted
     from inference.warmup import warmup_start_background
+    from knowledge.multilingual import multilingual_warm
     from knowledge.text import taggers_warm
     from routing.router import router_snapshot_get
 
@@ -50,5 +51,6 @@ if settings.TIERDESK_WARMUP_ON_START and not settings.TESTING:
     conversation_sweep_interrupted()
     # The router's classifier trains from the database on first use: load it with the
     # models, not inside the first shopper's turn; likewise the POS taggers that L2's
-    # yes/no coverage rule uses (knowledge.text.specific_nouns).
-    warmup_start_background(preload=[router_snapshot_get, taggers_warm])
+    # yes/no coverage rule uses (knowledge.text.specific_nouns), and the multilingual
+    # embedder that ranks Chinese passages.
+    warmup_start_background(preload=[router_snapshot_get, taggers_warm, multilingual_warm])

@@ -71,6 +71,12 @@ def _get() -> Any:
     return _model
 
 
+def multilingual_warm() -> None:
+    """Load the engine and run one query (start-up warm-up, not a shopper's first turn)."""
+    if any(enabled_for(language) for language in settings.TIERDESK_KB_MULTILINGUAL_LANGUAGES):
+        embed_query("你好")
+
+
 def embed_passages(texts: list[str]) -> np.ndarray:
     """L2-normalised float32 rows (e5's "passage: " side), one per text."""
     if not texts:

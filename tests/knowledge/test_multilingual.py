@@ -108,3 +108,13 @@ def test_switched_off_nothing_multilingual_is_stored(kb: Any) -> None:
             document=document, embedding_multilingual__isnull=False
         ).exists()
     assert multilingual.enabled_for("zh") and not multilingual.enabled_for("en")
+
+
+def test_the_warm_up_loads_the_engine_only_when_it_is_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(multilingual, "_model", None)
+    with override_settings(TIERDESK_KB_MULTILINGUAL_EMBEDDER="none"):
+        multilingual.multilingual_warm()
+        assert multilingual._model is None
+    multilingual.multilingual_warm()
+    assert multilingual._model is not None
+    assert multilingual.embed_query("你好").shape == (multilingual.DIM,)
