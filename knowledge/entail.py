@@ -839,9 +839,6 @@ def question_coverage(
             )
         if not found and stated:
             found = _figure_kind(word, question) in stated
-        if not found and lexicon.is_colour(word):
-            # The passage's list of colours answers which colours there are.
-            found = lexicon.names_colours(text)
         out.terms.append(word)
         if not found and lowered not in predicates:
             out.missing.append(word)

@@ -220,52 +220,6 @@ def _zh_found(word: str, passage: str) -> bool:
     )
 
 
-# Colours, the attribute shoppers ask about by value ("do you have the tshirt in green?",
-# "gold buttons instead of the brown ones?"): a passage that lists an item's colours
-# answers by its list, whichever colour the question names. Not gold, silver or bronze:
-# here those are membership levels. The entailment check still judges any claim, so a
-# "yes, it comes in green" that the list doesn't back is never shown.
-_COLOURS_EN = frozenset(
-    [
-        "black",
-        "white",
-        "blue",
-        "navy",
-        "red",
-        "green",
-        "grey",
-        "gray",
-        "purple",
-        "pink",
-        "yellow",
-        "orange",
-        "brown",
-        "olive",
-        "beige",
-        "cream",
-        "khaki",
-        "maroon",
-        "burgundy",
-        "teal",
-        "turquoise",
-    ]
-)
-_COLOUR_ZH = re.compile(r"[黑白蓝红绿灰紫粉黄橙棕]色|藏青|卡其|米色")
-
-
-def is_colour(word: str) -> bool:
-    lowered = word.lower()
-    return lowered in _COLOURS_EN or bool(_COLOUR_ZH.fullmatch(lowered.rstrip("的")))
-
-
-def names_colours(text: str) -> bool:
-    """Whether a passage names a colour (its own list of them)."""
-    lowered = text.lower()
-    return bool(_COLOUR_ZH.search(lowered)) or any(
-        word in _COLOURS_EN for word in re.findall(r"[a-z]+", lowered)
-    )
-
-
 def keyword_coverage(keywords: list[str], passage: str, passage_terms: frozenset[str]) -> float:
     """Share of the question's keywords found in a passage: English keywords by stem,
     Chinese ones as substrings (no segmentation mismatch possible), and the shop's other
@@ -281,14 +235,8 @@ def keyword_coverage(keywords: list[str], passage: str, passage_terms: frozenset
     stem = ktext._stemmer().stemWord
     found = 0
     counted = 0
-    colours = None
     for word in keywords:
         if word.lower() in ktext.GENERIC_NOUNS:
-            continue
-        if is_colour(word):
-            colours = names_colours(passage) if colours is None else colours
-            found += colours
-            counted += 1
             continue
         if ktext._IS_CJK.match(word):
             if _ZH_QUANTITY.match(word):
