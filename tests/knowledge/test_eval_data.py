@@ -225,9 +225,10 @@ def test_the_probe_set_is_keyed_like_the_questions(
     kept as a final check, never tuned on (split "probe3"), then tuned on in session 13;
     probe4.jsonl: session 13's held-out set, written before its changes (split "probe4"),
     then tuned on in session 14; probe5.jsonl: session 14's held-out set (split "probe5"),
-    then tuned on in session 15; probe6.jsonl: session 15's held-out set (split "probe6").
+    then tuned on in session 15; probe6.jsonl: session 15's held-out set (split "probe6");
+    probe7.jsonl: session 16's held-out set (split "probe7").
     Same keys and the same grading contract as questions.jsonl."""
-    names = ("probe", "probe2", "probe3", "probe4", "probe5", "probe6")
+    names = ("probe", "probe2", "probe3", "probe4", "probe5", "probe6", "probe7")
     probes = [p for name in names for p in _jsonl(EVAL / "answers" / f"{name}.jsonl")]
     assert not {p["id"] for p in probes} & {q["id"] for q in questions}
     assert len({p["id"] for p in probes}) == len(probes)
