@@ -1,6 +1,6 @@
 # The two commands: `make run` (the product, embedded default) and `make test` (the suite,
 # on two pytest-xdist workers, a test file per worker at a time: module fixtures stay whole).
-.PHONY: setup run test lint services bench load pytest eval-router bench-roleplay bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails eval-answers bench-desk
+.PHONY: setup run test lint services bench load pytest eval-router bench-roleplay bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails eval-answers bench-desk bench-judge
 
 setup:
 	bash scripts/setup.sh
@@ -39,6 +39,12 @@ eval-rag: setup
 # (bench/results/answers.json; docs/knowledge.md, "Truthfulness").
 eval-answers: setup services
 	HF_HUB_OFFLINE=1 timeout --signal=TERM 3600 .venv/bin/python -m bench.answers
+
+# The answerability judge beside L2's coverage check: yes-rates of the 0.5B fallback and
+# the optional 1.5B on the questions the check refuses, tuned sets only
+# (bench/results/judge_probe.json; docs/knowledge.md, "The answerability judge").
+bench-judge: setup services
+	HF_HUB_OFFLINE=1 .venv/bin/python -m bench.judge_probe
 
 # RAG benchmark: retrieval latency at 1k/10k/100k chunks, ingestion, L2 first chunk.
 bench-rag: setup services

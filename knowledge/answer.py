@@ -262,6 +262,22 @@ def approved_card(*, question: str, language: str) -> CardMatch | None:
         return None
 
 
+def judged_answer(
+    question: str, chosen: list[Passage], language: str, explain: dict[str, Any]
+) -> bool:
+    """The coverage check refused the passages: does the judge model say the best one
+    answers the question anyway (a shopper's own word for the thing asked)? Recorded
+    in ``explain``; False when the judge is off (``TIERDESK_KB_JUDGE``)."""
+    from .judge import answers_question, judge_role
+
+    role = judge_role()
+    if role is None:
+        return False
+    verdict = answers_question(question, chosen[:1], language=language, role=role)
+    explain["judge"] = {"role": role, "answers": verdict, "chunk": chosen[0].chunk_id}
+    return verdict
+
+
 def answer_plan(
     *,
     question: str,
@@ -312,10 +328,13 @@ def answer_plan(
             "missing": coverage.missing,
             "answers": coverage.answers,
         }
-        if not coverage.answers:
-            chosen, extras = [], []
-        elif other := other_goods(question, coverage, [passage_material(p) for p in chosen]):
+        refused = not coverage.answers
+        if not refused and (
+            other := other_goods(question, coverage, [passage_material(p) for p in chosen])
+        ):
             explain["question_coverage"]["other_goods"] = other
+            refused = True
+        if refused and not judged_answer(question, chosen, lang, explain):
             chosen, extras = [], []
     if not chosen:
         return KnowledgeAnswer(
@@ -378,7 +397,7 @@ class RuleAnswer:
     how: str  # "card" | "passage"
 
 
-def rule_answer(*, question: str, language: str) -> RuleAnswer | None:
+def rule_answer(*, question: str, language: str, judge: bool = False) -> RuleAnswer | None:
     """The shop's rule for a question an L1 order flow received ("can I still return my
     order after 30 days?", "how long does shipping take for my order?"): an approved
     card's answer, else the sentences of the best relevant passage when it holds what
@@ -389,7 +408,11 @@ def rule_answer(*, question: str, language: str) -> RuleAnswer | None:
     Until 2026-12-01 the passage also had to hold 75% of the question's words; on the
     dev split's questions L2's check alone gives the right rule for 78 instead of 59
     (81 with ``coverage_first``), quotes no contradicting sentence under either bar,
-    and quotes a rule for the same one unanswerable question."""
+    and quotes a rule for the same one unanswerable question.
+
+    ``judge``: where the coverage check refuses the passage, ask the answerability
+    judge (``judged_answer``), as L2 does; the flow passes it for questions only, so
+    a request to act on an order never waits for a model."""
     lang = language if language in SYSTEM else "en"
     match = approved_card(question=question, language=lang)
     if match is not None:
@@ -399,7 +422,9 @@ def rule_answer(*, question: str, language: str) -> RuleAnswer | None:
     if not relevant:
         return None
     top = relevant[0]
-    if not question_coverage(question, [passage_material(top)]).answers:
+    if not question_coverage(question, [passage_material(top)]).answers and not (
+        judge and judged_answer(question, [top], lang, {})
+    ):
         return None
     text = passage_extract(question, [top.text], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS)
     return RuleAnswer(text=text, citations=[top.citation()], how="passage") if text else None

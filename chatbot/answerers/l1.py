@@ -202,9 +202,10 @@ def with_rule(ctx: TurnContext, decision: rt.RouteDecision, plan: AnswerPlan) ->
     ):
         return plan
     from knowledge.answer import rule_answer
+    from routing.knowledge_route import is_question
 
     try:
-        rule = rule_answer(question=ctx.text, language=ctx.language)
+        rule = rule_answer(question=ctx.text, language=ctx.language, judge=is_question(ctx.text))
     except Exception:  # an index fault leaves the flow's own reply, never a guess
         logger.exception("knowledge base unavailable to the %s flow", decision.intent)
         return plan

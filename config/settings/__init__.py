@@ -596,6 +596,14 @@ TIERDESK_KB_ANSWER_MAX_TOKENS = env_int("TIERDESK_KB_ANSWER_MAX_TOKENS", 120)
 # answer with none backed becomes an extract of the best passage (docs/knowledge.md).
 TIERDESK_KB_GROUNDING_GUARD = env_bool("TIERDESK_KB_GROUNDING_GUARD", True)
 TIERDESK_KB_EXTRACT_CHARS = env_int("TIERDESK_KB_EXTRACT_CHARS", 320)
+# The answerability judge (knowledge.judge): where L2's lexical coverage check refuses
+# the passages, a model is asked whether the best one answers the question, and a "yes"
+# lets L2 answer (every sentence still passes the grounding guard). "auto" turns it on
+# only when the judge role is served by more than the 0.5B fallback (the optional local
+# 1.5B or a remote API): the 0.5B said "no" to every question of the tuned sets
+# (bench/results/judge_probe.json), so it would only add a second to each refusal.
+TIERDESK_KB_JUDGE = env_str("TIERDESK_KB_JUDGE", "auto")
+TIERDESK_KB_JUDGE_ROLE = env_str("TIERDESK_KB_JUDGE_ROLE", "large")
 # Answer cards (knowledge.cards, docs/knowledge.md "Answer cards"): the model role that
 # drafts phrasings and short answers at ingestion ("" : the heading and the section's
 # own sentences); whether unreviewed drafts may reach shoppers (off: only approved
