@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         if coverage.answers and not kanswer.other_goods(q["question"], coverage, material):
             continue
         top = chosen[0]
+        if top.heading == top.title:
+            continue  # an article's lead is never judged (knowledge.answer.judged_answer)
         right = bool(q.get("section")) and (q["section"] in top.heading)
         row: dict[str, Any] = {
             "id": q["id"],

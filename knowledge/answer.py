@@ -273,6 +273,12 @@ def judged_answer(
     role = judge_role()
     if role is None:
         return False
+    if chosen[0].heading == chosen[0].title:
+        # An article's lead describes the article ("Questions about our Fleece Jacket.")
+        # rather than stating a rule, yet the 1.5B said it answers "is the fleece jacket
+        # warm enough for skiing at -20?" (dev en-183), and the reply was that sentence.
+        explain["judge"] = {"role": role, "answers": False, "skipped": "article lead"}
+        return False
     verdict = answers_question(question, chosen[:1], language=language, role=role)
     explain["judge"] = {"role": role, "answers": verdict, "chunk": chosen[0].chunk_id}
     return verdict

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from inference import registry
-from knowledge.answer import DONT_KNOW, answer_plan, rule_answer
+from knowledge.answer import DONT_KNOW, answer_plan, judged_answer, rule_answer
 from knowledge.judge import judge_role
 from tests.fakes import FakeBackend
+from tests.kb import passage
 
 pytestmark = pytest.mark.django_db
 
@@ -102,3 +103,12 @@ def test_an_order_flows_rule_is_judged_only_when_asked(kb: Any, judge: FakeBacke
     rule = rule_answer(question=REFUSED, language="en", judge=True)
     assert rule is not None and rule.how == "passage" and len(judge.calls) == 1
     assert rule.citations[0]["title"] == "Jeans FAQ" and "distressed" in rule.text.lower()
+
+
+def test_an_articles_lead_is_never_judged(kb: Any, judge: FakeBackend) -> None:
+    # The lead describes the article; the 1.5B said it answers anything about the topic.
+    lead = passage(1, "Jacket FAQ", "Questions about our Fleece Jacket.", title="Jacket FAQ")
+    explain: dict[str, Any] = {}
+    judge.replies = ["yes"]
+    assert not judged_answer("is the fleece jacket warm enough for skiing?", [lead], "en", explain)
+    assert judge.calls == [] and explain["judge"]["skipped"] == "article lead"
