@@ -433,6 +433,13 @@ def own_orders_run(port: int, shoppers: int) -> dict[str, Any]:
     }
 
 
+def models_configuration() -> dict[str, Any]:
+    from inference.registry import resolve_role
+    from knowledge.judge import judge_role
+
+    return {"judge_role": judge_role(), "l3_served_by": resolve_role("large")}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -566,6 +573,9 @@ def main(argv: list[str] | None = None) -> int:
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": "make eval-answers"
         + ("" if not partial else " (partial: " + " ".join(argv or sys.argv[1:]) + ")"),
+        # Which models answered: the judge runs only with the optional 1.5B (or a remote
+        # API) behind its role, and that model then serves L3 too.
+        "configuration": models_configuration(),
         "figures": figures,
         "targets": TARGETS,
         "knowledge_base": kb,
