@@ -46,6 +46,21 @@ def _route_why(message: Message) -> str:
     )
 
 
+def _judge_note(metadata: dict[str, Any]) -> str:
+    """What the answerability judge decided for an L2 reply (knowledge.judge): the word
+    check refused the passages, and the model's verdict answered or kept the refusal."""
+    judge = (metadata.get("retrieval") or {}).get("judge")
+    if not isinstance(judge, dict):
+        return ""
+    if judge.get("skipped"):
+        return str(_("not asked (an article's lead); the don't-know reply was kept"))
+    if judge.get("answers"):
+        return str(_("yes (%(role)s): answered from a passage the word check refused")) % {
+            "role": judge.get("role", "")
+        }
+    return str(_("no (%(role)s): the don't-know reply was kept")) % {"role": judge.get("role", "")}
+
+
 def transcript_html(conversation: Conversation) -> SafeString:
     """The conversation as a chat: one bubble per message, its metadata folded."""
     thumbs = dict(
@@ -68,6 +83,8 @@ def transcript_html(conversation: Conversation) -> SafeString:
                 (_("tokens"), f"{m.prompt_tokens} + {m.completion_tokens}"),
                 (_("release"), f"{m.variant} ({m.release})" if m.variant else "-"),
             ]
+            if judge := _judge_note(m.metadata or {}):
+                details.append((_("answerability judge"), judge))
         details.append((_("language"), m.language or "-"))
         note = ""
         if m.status in (Message.Status.INCOMPLETE, Message.Status.ERROR, Message.Status.STREAMING):

@@ -152,6 +152,30 @@ def test_admin_conversation_page_is_a_transcript_with_folded_metadata(admin_clie
     assert "\U0001f44d" in bot[: bot.index("<details>")]
 
 
+def test_admin_transcript_says_what_the_answerability_judge_decided(admin_client: Any) -> None:
+    conv, _reply = _conversation_with_turns()
+    judged = {"role": "large", "answers": True, "chunk": 26}
+    yes = _exchange(
+        conv, "rips?", "Yes, ripped knees.", tier="L2", metadata={"retrieval": {"judge": judged}}
+    )
+    kept = _exchange(
+        conv,
+        "mexico?",
+        "I couldn't find that.",
+        tier="L2",
+        metadata={"retrieval": {"judge": judged | {"answers": False}}},
+    )
+    html = admin_client.get(f"/admin/chatbot/conversation/{conv.pk}/change/").content.decode()
+
+    def bubble(m: Message) -> str:
+        part = html[html.index(f'id="message-{m.pk}"') :]
+        return part[: part.index("</details>")]
+
+    assert "answered from a passage the word check refused" in bubble(yes)
+    assert "the don&#x27;t-know reply was kept" in bubble(kept)
+    assert "answerability judge" not in bubble(_reply)  # an L1 reply: no judge
+
+
 def test_admin_conversation_list_has_preview_rating_and_handoff(admin_client: Any) -> None:
     conv, _reply = _conversation_with_turns()
     listing = admin_client.get("/admin/chatbot/conversation/")
