@@ -55,7 +55,6 @@ def main(argv: list[str] | None = None) -> int:
     django.setup()
     from bench.answers import knowledge_prepare, knowledge_reuse
     from knowledge import answer as kanswer
-    from knowledge.entail import question_coverage
     from knowledge.judge import answers_question
     from knowledge.retrieval import passages_retrieve
 
@@ -73,23 +72,21 @@ def main(argv: list[str] | None = None) -> int:
         chosen = kanswer.coverage_first(q["question"], [p for p in result.passages if p.relevant])
         if not chosen:
             continue
-        material = [kanswer.passage_material(p) for p in chosen]
-        coverage = question_coverage(q["question"], material)
-        if coverage.answers and not kanswer.other_goods(q["question"], coverage, material):
-            continue
+        explain: dict[str, Any] = {}
         top = chosen[0]
-        if top.heading == top.title:
-            continue  # an article's lead is never judged (knowledge.answer.judged_answer)
+        # The same refusal as L2's plan, and never an article's lead (judged_answer).
+        if not kanswer.coverage_refuses(q["question"], chosen, explain) or kanswer.is_lead(top):
+            continue
         right = bool(q.get("section")) and (q["section"] in top.heading)
         row: dict[str, Any] = {
             "id": q["id"],
             "answerable": q["kind"] != "unanswerable",
             "right_section": right,
-            "missing": coverage.missing,
+            "missing": explain["question_coverage"]["missing"],
         }
         for role in roles:
             t0 = time.perf_counter()
-            row[role] = answers_question(q["question"], [top], language=lang, role=role)
+            row[role] = answers_question(q["question"], [top], role=role)
             row[f"{role}_ms"] = round((time.perf_counter() - t0) * 1000)
         rows.append(row)
         print(json.dumps(rows[-1], ensure_ascii=False), flush=True)

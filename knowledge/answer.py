@@ -262,6 +262,31 @@ def approved_card(*, question: str, language: str) -> CardMatch | None:
         return None
 
 
+def coverage_refuses(question: str, chosen: list[Passage], explain: dict[str, Any]) -> bool:
+    """Whether the relevant-looking passages leave out what the question is about ("is
+    the leather on your boots ethically sourced?" against the boots' warranty), or state
+    their rule for another kind of goods: then an answer or an extract of them would
+    not answer the question. The verdict is recorded in ``explain``."""
+    material = [passage_material(p) for p in chosen]
+    coverage = question_coverage(question, material)
+    explain["question_coverage"] = {
+        "share": round(coverage.share, 3),
+        "missing": coverage.missing,
+        "answers": coverage.answers,
+    }
+    if not coverage.answers:
+        return True
+    if other := other_goods(question, coverage, material):
+        explain["question_coverage"]["other_goods"] = other
+        return True
+    return False
+
+
+def is_lead(passage: Passage) -> bool:
+    """An article's lead: the text under its title, before the first section."""
+    return passage.heading == passage.title
+
+
 def judged_answer(
     question: str, chosen: list[Passage], language: str, explain: dict[str, Any]
 ) -> bool:
@@ -273,13 +298,13 @@ def judged_answer(
     role = judge_role()
     if role is None:
         return False
-    if chosen[0].heading == chosen[0].title:
+    if is_lead(chosen[0]):
         # An article's lead describes the article ("Questions about our Fleece Jacket.")
         # rather than stating a rule, yet the 1.5B said it answers "is the fleece jacket
         # warm enough for skiing at -20?" (dev en-183), and the reply was that sentence.
         explain["judge"] = {"role": role, "answers": False, "skipped": "article lead"}
         return False
-    verdict = answers_question(question, chosen[:1], language=language, role=role)
+    verdict = answers_question(question, chosen[:1], role=role)
     explain["judge"] = {"role": role, "answers": verdict, "chunk": chosen[0].chunk_id}
     return verdict
 
@@ -324,24 +349,12 @@ def answer_plan(
     chosen, extras = context_select(result.passages, budget=budget, summaries=summaries)
     chosen = coverage_first(question, chosen)
     explain = result.explain()
-    if chosen:
-        # A relevant-looking passage may still leave out what the question is about
-        # ("is the leather on your boots ethically sourced?" against the boots'
-        # warranty): then an answer or an extract of it would not answer the question.
-        coverage = question_coverage(question, [passage_material(p) for p in chosen])
-        explain["question_coverage"] = {
-            "share": round(coverage.share, 3),
-            "missing": coverage.missing,
-            "answers": coverage.answers,
-        }
-        refused = not coverage.answers
-        if not refused and (
-            other := other_goods(question, coverage, [passage_material(p) for p in chosen])
-        ):
-            explain["question_coverage"]["other_goods"] = other
-            refused = True
-        if refused and not judged_answer(question, chosen, lang, explain):
-            chosen, extras = [], []
+    if (
+        chosen
+        and coverage_refuses(question, chosen, explain)
+        and not judged_answer(question, chosen, lang, explain)
+    ):
+        chosen, extras = [], []
     if not chosen:
         return KnowledgeAnswer(
             language=lang,

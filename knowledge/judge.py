@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# In English for questions in both languages: Qwen reads both, and the verdict is a word.
 SYSTEM = (
     "You check a shop's help article. Decide whether the passage states the answer to "
     "the shopper's question, even if it uses other words. Answer no if the passage is "
@@ -63,15 +64,12 @@ def judge_role() -> str | None:
     return role
 
 
-def answers_question(
-    question: str, passages: list[Passage], *, language: str, role: str = "fallback"
-) -> bool:
+def answers_question(question: str, passages: list[Passage], *, role: str = "fallback") -> bool:
     """True when the model says the passages answer the question; False on "no", on
     anything else it says, and when the model fails (the caller then keeps the
     coverage check's refusal: not knowing is the safe side)."""
     from inference.registry import get_backend
 
-    del language  # the instruction is in English for both languages: Qwen reads both
     try:
         backend = get_backend(role)
         reply = "".join(c.text for c in backend.stream(judge_request(question, passages)))

@@ -1,9 +1,10 @@
 """The answerability judge (knowledge.judge): when it runs, what its verdict does to L2's
 plan, and that a failing judge keeps the coverage check's refusal.
 
-The judge's own quality is a measurement, not a unit test (bench/judge_probe.py: the
-optional 1.5B model said yes to 0.556 of the answerable questions the coverage check
-refused and to 0.056 of the unanswerable ones; the 0.5B said no to all). The model
+The judge's own quality is a measurement, not a unit test (make bench-judge,
+bench/results/judge_probe.json: the optional 1.5B model said yes to 0.577 of the
+answerable questions the coverage check refused and to none of the unanswerable ones;
+the 0.5B said no to all). The model
 that judges well (the optional 1.5B) is not installed in CI, so the verdicts below come
 from a recording stand-in (tests/fakes.py): what is tested is the plan's response to
 "yes", "no" and a model error, with the real retrieval, coverage check and prompt.
