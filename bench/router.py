@@ -53,14 +53,16 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("TIERDESK_ROUTER_EMBEDDINGS", "true")
     with django_on_temp_sqlite(shop=False):
+        from bench.router_metrics import evaluate
+        from bench.router_sets import HELDOUT_FILE
         from routing.classifier import (
             classifier_deserialize,
             classifier_samples,
             classifier_serialize,
             classifier_train,
         )
-        from routing.eval.evaluate import HELDOUT_FILE, TRAIN_FILE, evaluate, labelled_load
         from routing.router import route_message, router_snapshot_get
+        from routing.training_data import TRAIN_FILE, labelled_load
 
         samples = classifier_samples()
         trainings = []

@@ -37,7 +37,7 @@ from sklearn.pipeline import FeatureUnion
 from inference.versioned import BuildPending, VersionedCache
 from routing.encoder import adapter_apply, adapter_fit
 from routing.models import ClassifierModel, Utterance
-from routing.text import text_normalise
+from routing.normalise import text_normalise
 from routing.types import OUT_OF_SCOPE
 from routing.versioning import ROUTER_VERSION
 

@@ -57,7 +57,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion
 
 from routing.classifier import TfidfLookup, tfidf_dot, tfidf_lookup
-from routing.text import text_normalise
+from routing.normalise import text_normalise
 
 logger = logging.getLogger(__name__)
 
@@ -691,7 +691,7 @@ def _vectorizer() -> FeatureUnion:
 
 def handoff_examples_load(path: Path = EXAMPLES_FILE) -> list[tuple[str, bool]]:
     """(text, is a request for a person) from a file in handoff.tsv's format."""
-    from routing.eval.data import HANDOFF, handoff_load
+    from routing.training_data import HANDOFF, handoff_load
 
     return [(item.text, item.intent == HANDOFF) for item in handoff_load(path)]
 
@@ -704,8 +704,8 @@ def training_samples(*, read_sets: bool = True) -> list[tuple[str, bool]]:
     messages; none of them asks for one), except complex_question's: its complaints
     (L3) sit close to requests ("i want this escalated"); the manager requests among
     them were moved to the examples file as requests in session 9."""
-    from routing.eval.data import HANDOFF_READ_SETS
     from routing.seed import seed_utterances
+    from routing.training_data import HANDOFF_READ_SETS
     from routing.types import COMPLEX_QUESTION
 
     samples = handoff_examples_load()
@@ -902,7 +902,7 @@ def handoff_decide(
     grouped cross-validation, docs/routing.md). ``embedding_of(text)``: that text's
     sentence embedding; ``upto``: only the vetoes of that session and before (the
     cross-validation)."""
-    from routing.text import text_tokens
+    from routing.normalise import text_tokens
 
     remainder, vetoed = _remainder(normalised, upto=upto)
     if not remainder:

@@ -32,9 +32,9 @@ from routing.handoff import (
     handoff_scorer_get,
 )
 from routing.models import Intent, OutOfScopePoint, Rule, SlotPattern
+from routing.normalise import text_normalise, text_tokens
 from routing.order_ids import order_id_normalize
 from routing.roleplay import roleplay_match
-from routing.text import text_normalise, text_tokens
 from routing.types import CLARIFY, HANDOFF, OUT_OF_SCOPE, ROLE_PLAY, RouteDecision
 from routing.versioning import ROUTER_VERSION
 

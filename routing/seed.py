@@ -97,9 +97,9 @@ def shipped_hashes(
 @cache
 def seed_utterances_by_intent() -> dict[tuple[str, str], list[str]]:
     """(intent, language) -> example texts: intents.json plus the training part of the
-    labelled evaluation set (routing/eval/train.tsv). The held-out part
-    (routing/eval/heldout.tsv) is never seeded."""
-    from routing.eval.data import TRAIN_FILE, labelled_load
+    labelled training set (routing/seed_data/train.tsv). The held-out set
+    (bench/sets/demo/router/heldout.tsv) is never seeded."""
+    from routing.training_data import TRAIN_FILE, labelled_load
 
     grouped: dict[tuple[str, str], list[str]] = {}
     for item in seed_intents_data():

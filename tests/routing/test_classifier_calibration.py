@@ -209,7 +209,7 @@ def test_embedding_only_when_unsure_nearest_example_score_and_disk_cache(
         # On so few examples the calibration fold found no safe cut (none is stored
         # then): fit the TF-IDF-only model here to drive the router's fast path.
         from routing.classifier import features_text
-        from routing.text import text_normalise
+        from routing.normalise import text_normalise
 
         x = trained.vectorizer.transform([features_text(text_normalise(t)) for t, _ in samples])
         labels = np.array([trained.intents.index(intent) for _, intent in samples])

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import pytest
 
+from bench.router_metrics import handoff_evaluate
 from routing import handoff
-from routing.eval.evaluate import HANDOFF_DEV_FILE, handoff_evaluate, handoff_load
 from routing.handoff import (
     handoff_cue,
     handoff_examples_load,
     handoff_remainder,
     handoff_scorer_get,
 )
+from routing.normalise import text_normalise
 from routing.router import route_message, router_snapshot_get
-from routing.text import text_normalise
+from routing.training_data import HANDOFF_DEV_FILE, handoff_load
 from routing.types import HANDOFF
 
 pytestmark = pytest.mark.usefixtures("seeded")
@@ -391,9 +392,10 @@ def test_a_veto_counts_only_from_the_session_it_came_in() -> None:
 
 
 def test_the_honest_folds_train_on_nothing_written_from_their_errors() -> None:
-    from routing.eval.data import HANDOFF_READ_SETS, HANDOFF_SET_INFO
-    from routing.eval.handoff_cv import honest_training, written_sessions
+    from bench.handoff_cv import honest_training, written_sessions
+    from bench.router_sets import HANDOFF_SET_INFO
     from routing.handoff import training_samples
+    from routing.training_data import HANDOFF_READ_SETS
 
     groups = {path.stem: handoff_load(path) for path in HANDOFF_READ_SETS}
     written = written_sessions(list(HANDOFF_READ_SETS))
@@ -424,7 +426,7 @@ def test_the_honest_folds_train_on_nothing_written_from_their_errors() -> None:
 def test_an_honest_fold_uses_the_handoff_rule_of_its_session() -> None:
     # handoff_v2 was first run on session 8's recogniser, whose rule did not yet take a
     # manager (session 9's product decision): its fold is measured with that rule.
-    from routing.eval.handoff_cv import rules_as_of
+    from bench.handoff_cv import rules_as_of
     from routing.router import CompiledRule
 
     snapshot = router_snapshot_get()

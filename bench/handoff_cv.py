@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from routing.eval.data import HANDOFF, HANDOFF_SET_INFO, Labelled
+from bench.router_sets import HANDOFF_SET_INFO
 from routing.handoff import (
     EXAMPLES_FILE,
     Embedder,
@@ -50,9 +50,10 @@ from routing.handoff import (
     handoff_scorer_train,
     training_samples,
 )
+from routing.normalise import text_normalise, text_tokens
 from routing.roleplay import roleplay_match
 from routing.router import RouterSnapshot
-from routing.text import text_normalise, text_tokens
+from routing.training_data import HANDOFF, Labelled
 
 logger = logging.getLogger(__name__)
 

@@ -10,20 +10,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from bench.router_metrics import evaluate, handoff_evaluate, leaks, report_format
+from bench.router_sets import HANDOFF_BLIND_SETS, HELDOUT_FILE
 from routing.classifier import classifier_samples, classifier_train
-from routing.eval.data import HANDOFF_BLIND_SETS, HANDOFF_READ_SETS
-from routing.eval.evaluate import (
-    HELDOUT_FILE,
-    TRAIN_FILE,
-    evaluate,
-    handoff_evaluate,
-    handoff_load,
-    labelled_load,
-    leaks,
-    report_format,
-)
 from routing.handoff import training_samples
 from routing.router import router_snapshot_get
+from routing.training_data import HANDOFF_READ_SETS, TRAIN_FILE, handoff_load, labelled_load
 
 
 class Command(BaseCommand):

@@ -193,7 +193,7 @@ def product_run(
 
 
 def _normalise(text: str) -> str:
-    from routing.text import text_normalise
+    from routing.normalise import text_normalise
 
     return text_normalise(text)
 
