@@ -61,7 +61,8 @@ class Command(BaseCommand):
         snapshot = replace(live, classifier=None)
         embed = None
         if settings.TIERDESK_ROUTER_EMBEDDINGS:
-            from routing.classifier import examples_embed, message_embedding
+            from routing.classifier import message_embedding
+            from routing.example_embeddings import examples_embed
 
             embed = examples_embed
 

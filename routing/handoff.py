@@ -848,7 +848,7 @@ def _scorer_load(key: str) -> HandoffScorer | None:
 
 
 def _scorer_store(key: str, samples: list[tuple[str, bool]], embeddings: bool) -> HandoffScorer:
-    from routing.classifier import examples_embed
+    from routing.example_embeddings import examples_embed
 
     scorer = handoff_scorer_train(samples, embed=examples_embed if embeddings else None)
     logger.info("handoff scorer: %d examples in %.2fs", scorer.examples, scorer.train_seconds)

@@ -20,12 +20,8 @@ from django.conf import settings
 
 from inference.versioned import VersionedCache
 from knowledge.text import language_detect
-from routing.classifier import (
-    TrainedClassifier,
-    classifier_get,
-    embedding_applies,
-    message_embedding,
-)
+from routing.classifier import TrainedClassifier, embedding_applies, message_embedding
+from routing.classifier_store import classifier_get
 from routing.handoff import (
     HandoffScorer,
     handoff_decide,

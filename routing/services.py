@@ -10,10 +10,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from routing.classifier import (
+from routing.classifier_store import classifier_store
+from routing.classifier_training import (
     classifier_samples,
     classifier_samples_hash,
-    classifier_store,
     classifier_train,
 )
 from routing.models import ClassifierModel, RetrainRun
@@ -145,7 +145,7 @@ def retrain_status() -> dict[str, Any]:
     if model is not None:
         from django.conf import settings
 
-        from routing.classifier import classifier_deserialize
+        from routing.classifier_store import classifier_deserialize
 
         calibration = classifier_deserialize(bytes(model.blob)).calibration
         if calibration is not None:

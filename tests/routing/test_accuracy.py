@@ -7,7 +7,7 @@ import pytest
 
 from bench.router_metrics import TARGETS, evaluate, leaks
 from bench.router_sets import HELDOUT_FILE
-from routing.classifier import classifier_samples
+from routing.classifier_training import classifier_samples
 from routing.router import router_snapshot_get
 from routing.seed import seed_utterances
 from routing.training_data import TRAIN_FILE, labelled_load

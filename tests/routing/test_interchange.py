@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from routing.classifier import classifier_get
+from routing.classifier_store import classifier_get
 from routing.interchange import (
     ImportFailed,
     bundle_parse,
