@@ -22,7 +22,7 @@ from bench.handoff_cv import (
     written_sessions,
 )
 from bench.router_sets import HANDOFF_SET_INFO
-from routing.handoff import handoff_scorer_train, training_samples
+from routing.handoff_scorer import handoff_scorer_train, training_samples
 from routing.router import router_snapshot_get
 from routing.training_data import HANDOFF_READ_SETS, handoff_load
 

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from bench.router_metrics import evaluate, handoff_evaluate, leaks, report_format
 from bench.router_sets import HANDOFF_BLIND_SETS, HELDOUT_FILE
 from routing.classifier_training import classifier_samples, classifier_train
-from routing.handoff import training_samples
+from routing.handoff_scorer import training_samples
 from routing.router import router_snapshot_get
 from routing.training_data import HANDOFF_READ_SETS, TRAIN_FILE, handoff_load, labelled_load
 

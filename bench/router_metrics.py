@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from routing.classifier import message_embedding
-from routing.handoff import HandoffScorer, handoff_decide
+from routing.handoff_detect import handoff_decide
+from routing.handoff_scorer import HandoffScorer
 from routing.normalise import text_normalise, text_tokens
 from routing.router import CompiledRule, RouterSnapshot, route_decide
 from routing.training_data import HANDOFF, Labelled

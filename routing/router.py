@@ -22,11 +22,8 @@ from inference.versioned import VersionedCache
 from knowledge.text import language_detect
 from routing.classifier import TrainedClassifier, embedding_applies, message_embedding
 from routing.classifier_store import classifier_get
-from routing.handoff import (
-    HandoffScorer,
-    handoff_decide,
-    handoff_scorer_get,
-)
+from routing.handoff_detect import handoff_decide
+from routing.handoff_scorer import HandoffScorer, handoff_scorer_get
 from routing.models import Intent, OutOfScopePoint, Rule, SlotPattern
 from routing.normalise import text_normalise, text_tokens
 from routing.order_ids import order_id_normalize
@@ -144,7 +141,7 @@ class RouterSnapshot:
     # The out-of-scope point a support admin chose on the trade-off curve (the latest
     # OutOfScopePoint); None: the TIERDESK_ROUTER_CLARIFY_THRESHOLD setting.
     clarify_threshold: float | None = None
-    # Asking for a person (routing/handoff.py); None: the handoff rules and vetoes only.
+    # Asking for a person (routing/handoff_scorer.py); None: the handoff rules and vetoes only.
     handoff: HandoffScorer | None = None
 
 
@@ -300,7 +297,7 @@ def route_decide(
     if cue is not None:
         return decided(CLARIFY, ROLE_PLAY, 1.0, {"kind": "role_play", "match": cue})
 
-    # A request for a person (routing/handoff.py): the handoff rules and the scorer
+    # A request for a person (routing/handoff_detect.py): the handoff rules and the scorer
     # together, after the vetoes, at the handoff rules' priority (before the complaint
     # rules: "this is the third late order, get me a real person" asks for one); with
     # no handoff rule, the scorer alone just before the classifier.

@@ -28,7 +28,7 @@ OUT_OF_SCOPE = "out_of_scope"  # clarify
 # A role-play, jailbreak or prompt-extraction attempt (routing/roleplay.py): clarify
 # tier, whose template says what the bot can help with; no model reply.
 ROLE_PLAY = "role_play"
-# The shopper asks for a person (human handoff, docs/desk.md): routing/handoff.py
+# The shopper asks for a person (human handoff, docs/desk.md): routing/handoff_detect.py
 # (the "handoff-request" rule and a scorer of its own), no classifier examples.
 HANDOFF = "handoff"
 

@@ -1,4 +1,4 @@
-"""Issue #15: recognising a request for a person (routing/handoff.py) through the
+"""Recognising a request for a person (routing/handoff_detect.py) through the
 router: the handoff rules after the vetoes, then the scorer. The router's test
 settings have sentence embeddings off, so the scorer here is its TF-IDF-only form;
 ``make eval-router`` measures the shipped one (with embeddings) on the dev and
@@ -9,13 +9,10 @@ from __future__ import annotations
 import pytest
 
 from bench.router_metrics import handoff_evaluate
-from routing import handoff
-from routing.handoff import (
-    handoff_cue,
-    handoff_examples_load,
-    handoff_remainder,
-    handoff_scorer_get,
-)
+from routing import handoff_scorer
+from routing.handoff_cue import handoff_cue
+from routing.handoff_scorer import handoff_examples_load, handoff_scorer_get
+from routing.handoff_vetoes import handoff_remainder
 from routing.normalise import text_normalise
 from routing.router import route_message, router_snapshot_get
 from routing.training_data import HANDOFF_DEV_FILE, handoff_load
@@ -274,12 +271,12 @@ def test_the_scorer_is_stored_and_the_next_process_loads_it(
     first = handoff_scorer_get()
     assert handoff_scorer_get() is first  # once per process
     # A new process (nothing in memory) loads what the first stored, training nothing.
-    monkeypatch.setattr(handoff, "_scorer", None)
+    monkeypatch.setattr(handoff_scorer, "_scorer", None)
 
     def train_again(*args: object, **kwargs: object) -> None:
         raise AssertionError("trained again instead of loading the stored scorer")
 
-    monkeypatch.setattr(handoff, "handoff_scorer_train", train_again)
+    monkeypatch.setattr(handoff_scorer, "handoff_scorer_train", train_again)
     loaded = handoff_scorer_get()
     assert loaded is not first
     text = text_normalise("can i be connected to a representative")
@@ -394,7 +391,7 @@ def test_a_veto_counts_only_from_the_session_it_came_in() -> None:
 def test_the_honest_folds_train_on_nothing_written_from_their_errors() -> None:
     from bench.handoff_cv import honest_training, written_sessions
     from bench.router_sets import HANDOFF_SET_INFO
-    from routing.handoff import training_samples
+    from routing.handoff_scorer import training_samples
     from routing.training_data import HANDOFF_READ_SETS
 
     groups = {path.stem: handoff_load(path) for path in HANDOFF_READ_SETS}
