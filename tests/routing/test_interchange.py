@@ -10,12 +10,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from routing.classifier_store import classifier_get
-from routing.interchange import (
-    ImportFailed,
-    bundle_parse,
-    intents_export,
-    intents_import,
-)
+from routing.interchange import intents_import
+from routing.interchange_export import intents_export
+from routing.interchange_parse import bundle_parse
+from routing.interchange_records import ImportFailed
 from routing.models import Intent, ReplyTemplate, Utterance
 from routing.versioning import router_version_get
 
