@@ -220,7 +220,7 @@ def _rule_data_build(previous: _RuleData | None, version: Hashable) -> _RuleData
     )
 
 
-_rule_cache: VersionedCache[_RuleData] = VersionedCache(
+rule_cache: VersionedCache[_RuleData] = VersionedCache(
     name="router rules", source=ROUTER_VERSION, build=_rule_data_build
 )
 
@@ -228,7 +228,7 @@ _rule_cache: VersionedCache[_RuleData] = VersionedCache(
 def router_snapshot_get() -> RouterSnapshot:
     """The current compiled router. The first call in a process trains the classifier
     (about a second); call it at start-up to keep that off the first shopper's turn."""
-    data = _rule_cache.get()
+    data = rule_cache.get()
     return RouterSnapshot(
         rules=data.rules,
         slot_patterns=data.slot_patterns,

@@ -16,7 +16,7 @@ CHANGE_ADDRESS = "change_address"
 REFUND_STATUS = "refund_status"
 SHIPPING_COST = "shipping_cost"
 ACCOUNT_HELP = "account_help"
-# Returns and exchanges of a delivered order's items (issue #17 item 5): listed,
+# Returns and exchanges of a delivered order's items: listed,
 # confirmed with an explicit "yes", performed by deterministic code like a cancel.
 RETURN_ITEM = "return_item"
 EXCHANGE_ITEM = "exchange_item"

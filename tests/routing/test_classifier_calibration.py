@@ -1,4 +1,4 @@
-"""Calibration, the out-of-scope trade-off curve and the embedding features (#17 item 2)."""
+"""Calibration, the out-of-scope trade-off curve and the embedding features."""
 
 from __future__ import annotations
 
@@ -173,7 +173,7 @@ def test_admin_picks_a_point_of_the_curve_and_routing_applies_it(admin_client: C
 def test_embedding_only_when_unsure_nearest_example_score_and_disk_cache(
     monkeypatch: pytest.MonkeyPatch, settings: object, tmp_path: object
 ) -> None:
-    """#17 items 1, 3 and 4: the in-scope score weighs the nearest example; a message
+    """The in-scope score weighs the nearest example; a message
     the TF-IDF-only model is sure of is decided without its embedding; a new process
     retrains from the disk cache of example embeddings."""
     from dataclasses import replace

@@ -1,5 +1,5 @@
 """The router's embedding adapter (routing/encoder.py): SetFit-style contrastive
-training on the shop's examples through the retrain path (#17)."""
+training on the shop's examples through the retrain path."""
 
 from __future__ import annotations
 

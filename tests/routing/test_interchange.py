@@ -1,4 +1,4 @@
-"""Bring your own intents: CSV, JSON and Rasa nlu.yml import/export (issue #17 item 1)."""
+"""Bring your own intents: CSV, JSON and Rasa nlu.yml import/export."""
 
 from __future__ import annotations
 
