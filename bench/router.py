@@ -53,14 +53,13 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("TIERDESK_ROUTER_EMBEDDINGS", "true")
     with django_on_temp_sqlite(shop=False):
-        from routing.classifier import (
-            classifier_deserialize,
-            classifier_samples,
-            classifier_serialize,
-            classifier_train,
-        )
-        from routing.eval.evaluate import HELDOUT_FILE, TRAIN_FILE, evaluate, labelled_load
+        from bench.router_metrics import evaluate
+        from bench.router_sets import HELDOUT_FILE
+        from routing import example_embeddings
+        from routing.classifier_store import classifier_deserialize, classifier_serialize
+        from routing.classifier_training import classifier_samples, classifier_train
         from routing.router import route_message, router_snapshot_get
+        from routing.training_data import TRAIN_FILE, labelled_load
 
         samples = classifier_samples()
         trainings = []
@@ -68,9 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             clf = classifier_train(samples=samples)
             trainings.append(clf.train_seconds)
         # A new worker process: nothing in memory, the examples' embeddings on disk.
-        from routing import classifier as classifier_module
-
-        classifier_module._example_vectors.clear()
+        example_embeddings.example_cache.clear()
         disk_cached = classifier_train(samples=samples).train_seconds
         blob = classifier_serialize(clf)
         loads = []

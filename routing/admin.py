@@ -15,7 +15,8 @@ from django.shortcuts import render
 from django.urls import path, reverse
 
 from routing.admin_base import ReadOnlyAdmin
-from routing.interchange import FORMATS, TIERS, ImportFailed, Plan
+from routing.interchange import Plan
+from routing.interchange_records import FORMATS, TIERS, ImportFailed
 from routing.models import (
     ClassifierModel,
     Intent,
@@ -137,7 +138,8 @@ class IntentAdmin(admin.ModelAdmin):
 
     def import_view(self, request: HttpRequest) -> HttpResponse:
         """Upload -> preview (what would change, or every error) -> apply."""
-        from routing.interchange import bundle_apply, bundle_parse, bundle_plan, format_guess
+        from routing.interchange import bundle_apply, bundle_plan
+        from routing.interchange_parse import bundle_parse, format_guess
 
         if not self.has_add_permission(request) or not self.has_change_permission(request):
             return HttpResponse(status=403)
@@ -190,7 +192,7 @@ class IntentAdmin(admin.ModelAdmin):
         )
 
     def export_view(self, request: HttpRequest) -> HttpResponse:
-        from routing.interchange import intents_export
+        from routing.interchange_export import intents_export
 
         form = IntentExportForm(request.GET or None)
         if not form.is_valid():

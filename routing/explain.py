@@ -1,4 +1,4 @@
-"""Human-readable "why this tier" for the admin conversation view (issue #5)."""
+"""Human-readable "why this tier" for the admin conversation view."""
 
 from __future__ import annotations
 

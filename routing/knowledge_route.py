@@ -95,7 +95,7 @@ def is_rule_question(text: str) -> bool:
     return bool(_RULE.search(text)) and not _STATUS.search(text)
 
 
-def _unknown_question(decision: rt.RouteDecision, text: str) -> bool:
+def unknown_question(decision: rt.RouteDecision, text: str) -> bool:
     """A question the classifier placed nowhere ("do you ship to Antarctica?"), about
     no order of the shopper's: L2 answers it or says it doesn't know and offers a
     person, a real abstention, where the clarify menu would only ask again. A guess at
@@ -174,7 +174,7 @@ def knowledge_route(decision: rt.RouteDecision, *, text: str, language: str) -> 
                     f"passage {top.chunk_id} (similarity {top.similarity:.2f}, "
                     f"covers {coverage.share:.2f})"
                 )
-    if not how and _unknown_question(decision, text):
+    if not how and unknown_question(decision, text):
         how = "a question the knowledge base doesn't answer: L2 says so and offers a person"
     if not how:
         return decision

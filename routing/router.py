@@ -20,21 +20,14 @@ from django.conf import settings
 
 from inference.versioned import VersionedCache
 from knowledge.text import language_detect
-from routing.classifier import (
-    TrainedClassifier,
-    classifier_get,
-    embedding_applies,
-    message_embedding,
-)
-from routing.handoff import (
-    HandoffScorer,
-    handoff_decide,
-    handoff_scorer_get,
-)
+from routing.classifier import TrainedClassifier, embedding_applies, message_embedding
+from routing.classifier_store import classifier_get
+from routing.handoff_detect import handoff_decide
+from routing.handoff_scorer import HandoffScorer, handoff_scorer_get
 from routing.models import Intent, OutOfScopePoint, Rule, SlotPattern
+from routing.normalise import text_normalise, text_tokens
 from routing.order_ids import order_id_normalize
 from routing.roleplay import roleplay_match
-from routing.text import text_normalise, text_tokens
 from routing.types import CLARIFY, HANDOFF, OUT_OF_SCOPE, ROLE_PLAY, RouteDecision
 from routing.versioning import ROUTER_VERSION
 
@@ -148,7 +141,7 @@ class RouterSnapshot:
     # The out-of-scope point a support admin chose on the trade-off curve (the latest
     # OutOfScopePoint); None: the TIERDESK_ROUTER_CLARIFY_THRESHOLD setting.
     clarify_threshold: float | None = None
-    # Asking for a person (routing/handoff.py); None: the handoff rules and vetoes only.
+    # Asking for a person (routing/handoff_scorer.py); None: the handoff rules and vetoes only.
     handoff: HandoffScorer | None = None
 
 
@@ -227,7 +220,7 @@ def _rule_data_build(previous: _RuleData | None, version: Hashable) -> _RuleData
     )
 
 
-_rule_cache: VersionedCache[_RuleData] = VersionedCache(
+rule_cache: VersionedCache[_RuleData] = VersionedCache(
     name="router rules", source=ROUTER_VERSION, build=_rule_data_build
 )
 
@@ -235,7 +228,7 @@ _rule_cache: VersionedCache[_RuleData] = VersionedCache(
 def router_snapshot_get() -> RouterSnapshot:
     """The current compiled router. The first call in a process trains the classifier
     (about a second); call it at start-up to keep that off the first shopper's turn."""
-    data = _rule_cache.get()
+    data = rule_cache.get()
     return RouterSnapshot(
         rules=data.rules,
         slot_patterns=data.slot_patterns,
@@ -274,133 +267,205 @@ def route_decide(
     normalised = text_normalise(text)
     if language not in ("en", "zh"):
         language = language_detect(normalised)
-
-    slots: dict[str, str] = {}
-    scoped: list[CompiledSlotPattern] = []
-    for pattern in snapshot.slot_patterns:
-        if pattern.intent is not None:
-            scoped.append(pattern)  # extracted once the intent is known
-        elif pattern.name not in slots and (value := pattern.extract(normalised)):
-            slots[pattern.name] = value
-
-    def decided(tier: str, intent: str, confidence: float, reason: dict[str, Any]) -> RouteDecision:
-        for pattern in scoped:
-            if (
-                pattern.intent == intent
-                and pattern.name not in slots
-                and (value := pattern.extract(normalised))
-            ):
-                slots[pattern.name] = value
-        return RouteDecision(
-            tier=tier, intent=intent, confidence=confidence, slots=slots, reason=reason
-        )
-
+    turn = _Turn(
+        text=text,
+        normalised=normalised,
+        language=language,
+        snapshot=snapshot,
+        embedding=embedding,
+    )
     if not normalised:
-        return decided(CLARIFY, OUT_OF_SCOPE, 0.0, {"kind": "clarify", "why": "empty", "top": []})
+        return turn.decided(
+            CLARIFY, OUT_OF_SCOPE, 0.0, {"kind": "clarify", "why": "empty", "top": []}
+        )
 
     # Before the rules and any model: a message that tries to change the bot's role or
     # get at its instructions gets the in-role answer, whatever else it asks.
     cue = roleplay_match(normalised)
     if cue is not None:
-        return decided(CLARIFY, ROLE_PLAY, 1.0, {"kind": "role_play", "match": cue})
+        return turn.decided(CLARIFY, ROLE_PLAY, 1.0, {"kind": "role_play", "match": cue})
+    found = _rules_decide(turn)
+    if found is not None:
+        return found
+    return _classifier_decide(
+        turn, clarify_threshold=clarify_threshold, curve_threshold=curve_threshold
+    )
 
-    # A request for a person (routing/handoff.py): the handoff rules and the scorer
-    # together, after the vetoes, at the handoff rules' priority (before the complaint
-    # rules: "this is the third late order, get me a real person" asks for one); with
-    # no handoff rule, the scorer alone just before the classifier.
-    handoff_rules = [rule for rule in snapshot.rules if rule.intent == HANDOFF]
-    handoff_scorer = snapshot.handoff if HANDOFF in snapshot.intent_tiers else None
-    # Whether this decision computed the message's sentence embedding (the bench's share).
-    computed: dict[str, np.ndarray] = {}
 
-    def embedding_of(part: str) -> np.ndarray:
+class _Turn:
+    """One decision's state: the message, the slots found so far and its sentence
+    embedding (given, or computed once when a step needs it)."""
+
+    def __init__(
+        self,
+        *,
+        text: str,
+        normalised: str,
+        language: str,
+        snapshot: RouterSnapshot,
+        embedding: np.ndarray | None,
+    ) -> None:
+        self.text = text
+        self.normalised = normalised
+        self.language = language
+        self.snapshot = snapshot
+        self.embedding = embedding
+        # Whether this decision computed the message's sentence embedding (the bench's
+        # share).
+        self.computed: dict[str, np.ndarray] = {}
+        self.slots: dict[str, str] = {}
+        self.scoped: list[CompiledSlotPattern] = []
+        for pattern in snapshot.slot_patterns:
+            if pattern.intent is not None:
+                self.scoped.append(pattern)  # extracted once the intent is known
+            elif pattern.name not in self.slots and (value := pattern.extract(normalised)):
+                self.slots[pattern.name] = value
+        self.handoff_scorer = snapshot.handoff if HANDOFF in snapshot.intent_tiers else None
+
+    def decided(
+        self, tier: str, intent: str, confidence: float, reason: dict[str, Any]
+    ) -> RouteDecision:
+        for pattern in self.scoped:
+            if (
+                pattern.intent == intent
+                and pattern.name not in self.slots
+                and (value := pattern.extract(self.normalised))
+            ):
+                self.slots[pattern.name] = value
+        return RouteDecision(
+            tier=tier, intent=intent, confidence=confidence, slots=self.slots, reason=reason
+        )
+
+    def embedding_of(self, part: str) -> np.ndarray:
         # The whole message's embedding is the classifier's too: computed once.
-        if part != normalised:
+        if part != self.normalised:
             return message_embedding(part)
-        if "whole" not in computed:
-            computed["whole"] = embedding if embedding is not None else message_embedding(text)
-        return computed["whole"]
+        if "whole" not in self.computed:
+            self.computed["whole"] = (
+                self.embedding if self.embedding is not None else message_embedding(self.text)
+            )
+        return self.computed["whole"]
 
-    def handoff(rules: list[CompiledRule]) -> RouteDecision | None:
+    def handoff(self, rules: list[CompiledRule]) -> RouteDecision | None:
         verdict = handoff_decide(
-            normalised=normalised,
-            language=language,
+            normalised=self.normalised,
+            language=self.language,
             rules=rules,
-            scorer=handoff_scorer,
-            embedding_of=embedding_of,
+            scorer=self.handoff_scorer,
+            embedding_of=self.embedding_of,
         )
         if not verdict.request:
             return None
         if verdict.tier is not None:  # a rule's
-            return decided(verdict.tier, HANDOFF, 1.0, verdict.reason)
+            return self.decided(verdict.tier, HANDOFF, 1.0, verdict.reason)
         confidence = verdict.score if verdict.score is not None else 1.0
-        return decided(snapshot.intent_tiers[HANDOFF], HANDOFF, confidence, verdict.reason)
+        return self.decided(
+            self.snapshot.intent_tiers[HANDOFF], HANDOFF, confidence, verdict.reason
+        )
 
-    token_count = len(text_tokens(normalised))
+
+def _rules_decide(turn: _Turn) -> RouteDecision | None:
+    """The rules by priority, the first match deciding. A request for a person
+    (routing/handoff_detect.py): the handoff rules and the scorer together, after the
+    vetoes, at the handoff rules' priority (before the complaint rules: "this is the
+    third late order, get me a real person" asks for one); with no handoff rule, the
+    scorer alone just before the classifier."""
+    snapshot = turn.snapshot
+    handoff_rules = [rule for rule in snapshot.rules if rule.intent == HANDOFF]
+    token_count = len(text_tokens(turn.normalised))
     for rule in snapshot.rules:
         if rule.intent == HANDOFF:
-            if rule is handoff_rules[0] and (found := handoff(handoff_rules)) is not None:
+            if rule is handoff_rules[0] and (found := turn.handoff(handoff_rules)) is not None:
                 return found
             continue
-        evidence = rule.evaluate(text=normalised, tokens=token_count, language=language)
+        evidence = rule.evaluate(text=turn.normalised, tokens=token_count, language=turn.language)
         if evidence is not None:
-            return decided(
+            return turn.decided(
                 rule.tier,
                 rule.intent,
                 1.0,
                 {"kind": "rule", "rule": rule.name, "rule_kind": rule.kind, **evidence},
             )
-    if not handoff_rules and handoff_scorer is not None and (found := handoff([])) is not None:
-        return found
-    embedding = computed.get("whole", embedding)
+    if not handoff_rules and turn.handoff_scorer is not None:
+        return turn.handoff([])
+    return None
 
-    if snapshot.classifier is None:
-        return decided(
-            CLARIFY, OUT_OF_SCOPE, 0.0, {"kind": "clarify", "why": "no_classifier", "top": []}
-        )
-    classifier = snapshot.classifier
-    # The out-of-scope curve's points are on the in-scope score (top probability and
-    # nearest example); the setting and a release's threshold are on the probability,
-    # as they always were: 0.45 keeps meaning what it meant for every shop (with the
-    # score, the default data's English tier accuracy at 0.45 fell below its target).
+
+def _threshold(
+    snapshot: RouterSnapshot, clarify_threshold: float | None, curve_threshold: bool
+) -> tuple[float, bool]:
+    """(the clarify threshold, whether it is a point of the out-of-scope curve).
+
+    The curve's points are on the in-scope score (top probability and nearest
+    example); the setting and a release's threshold are on the probability, so 0.45
+    means the same for every shop (with the score, the default data's English tier
+    accuracy at 0.45 fell below its target)."""
     if clarify_threshold is not None:
-        threshold, on_curve = clarify_threshold, curve_threshold
-    elif snapshot.clarify_threshold is not None:
-        threshold, on_curve = snapshot.clarify_threshold, True
-    else:
-        threshold, on_curve = settings.TIERDESK_ROUTER_CLARIFY_THRESHOLD, False
-    # The sentence embedding is the slow part (a MiniLM forward pass, ~20 ms idle and
-    # hundreds under load): a message the TF-IDF-only model is sure of (its top
-    # probability at the cut chosen at training, and the threshold) is decided
-    # without it. Also when the caller has the embedding (an evaluation), so that the
-    # figures are those of the live path.
+        return clarify_threshold, curve_threshold
+    if snapshot.clarify_threshold is not None:
+        return snapshot.clarify_threshold, True
+    return settings.TIERDESK_ROUTER_CLARIFY_THRESHOLD, False
+
+
+def _classifier_rank(
+    turn: _Turn,
+    classifier: TrainedClassifier,
+    *,
+    threshold: float,
+    on_curve: bool,
+    embedding: np.ndarray | None,
+) -> tuple[list[tuple[str, float]], bool, np.ndarray | None]:
+    """(the classifier's ranked intents, whether the message's embedding was used,
+    the embedding). The sentence embedding is the slow part (a MiniLM forward pass,
+    ~20 ms idle and hundreds under load): a message the TF-IDF-only model is sure of
+    (its top probability at the cut chosen at training, and the threshold) is decided
+    without it. Also when the caller has the embedding (an evaluation), so that the
+    figures are those of the live path."""
     ranked: list[tuple[str, float]] | None = None
     embedded = False
     if classifier.embedding_dim:
-        needs = bool(embedding.any()) if embedding is not None else embedding_applies(text)
+        needs = bool(embedding.any()) if embedding is not None else embedding_applies(turn.text)
         # A point of the curve is on the in-scope score, which needs the embedding.
         if needs and not on_curve:
-            quick = classifier.predict_without_embedding(text=normalised)
+            quick = classifier.predict_without_embedding(text=turn.normalised)
             if (
                 quick is not None
                 and quick[0][1] >= threshold
-                and quick[0][0] in snapshot.intent_tiers
+                and quick[0][0] in turn.snapshot.intent_tiers
             ):
                 ranked = quick
         if ranked is None:
             if embedding is None:
-                embedding = message_embedding(text)
+                embedding = message_embedding(turn.text)
             embedded = needs
     if ranked is None:
-        ranked = classifier.predict(text=normalised, embedding=embedding)
+        ranked = classifier.predict(text=turn.normalised, embedding=embedding)
+    return ranked, embedded, embedding
+
+
+def _classifier_decide(
+    turn: _Turn, *, clarify_threshold: float | None, curve_threshold: bool
+) -> RouteDecision:
+    """The classifier's decision, or a clarifying question when it is unsure."""
+    snapshot = turn.snapshot
+    embedding = turn.computed.get("whole", turn.embedding)
+    if snapshot.classifier is None:
+        return turn.decided(
+            CLARIFY, OUT_OF_SCOPE, 0.0, {"kind": "clarify", "why": "no_classifier", "top": []}
+        )
+    classifier = snapshot.classifier
+    threshold, on_curve = _threshold(snapshot, clarify_threshold, curve_threshold)
+    ranked, embedded, embedding = _classifier_rank(
+        turn, classifier, threshold=threshold, on_curve=on_curve, embedding=embedding
+    )
     # Also when the handoff scorer computed it (a message that names a person; a
     # Chinese message's is zeros, no forward pass).
-    embedded = embedded or bool(computed.get("whole", np.zeros(1)).any())
+    embedded = embedded or bool(turn.computed.get("whole", np.zeros(1)).any())
     # The rule and classifier caches refresh independently: an intent disabled after
     # this classifier was trained must still never be chosen.
     scores = [(intent, prob) for intent, prob in ranked if intent in snapshot.intent_tiers]
     if not scores:
-        return decided(
+        return turn.decided(
             CLARIFY, OUT_OF_SCOPE, 0.0, {"kind": "clarify", "why": "no_intents", "top": []}
         )
     intent, prob = scores[0]
@@ -410,7 +475,7 @@ def route_decide(
         prob = classifier.in_scope_score(top_probability=prob, embedding=embedding)
     tier = snapshot.intent_tiers[intent]
     if prob < threshold:
-        return decided(
+        return turn.decided(
             CLARIFY,
             OUT_OF_SCOPE,
             prob,
@@ -424,13 +489,13 @@ def route_decide(
             },
         )
     if tier == CLARIFY:
-        return decided(
+        return turn.decided(
             CLARIFY,
             intent,
             prob,
             {"kind": "clarify", "why": intent, "top": _top(scores), "embedded": embedded},
         )
-    return decided(
+    return turn.decided(
         tier, intent, prob, {"kind": "classifier", "top": _top(scores), "embedded": embedded}
     )
 

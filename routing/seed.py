@@ -80,7 +80,7 @@ def shipped_hashes(
     """label -> hash of what these seed files ship (scripts/seed_history.py)."""
     hashes = {f"intent:{i['name']}": seed_hash("intent", _intent_shipped(i)) for i in intents}
     for rule in rules["rules"]:
-        hashes[f"rule:{rule['name']}"] = seed_hash("rule", _rule_values(rule))
+        hashes[f"rule:{rule['name']}"] = seed_hash("rule", rule_values(rule))
     for slot in rules["slot_patterns"]:
         hashes[f"slot:{slot['name']}"] = seed_hash("slot", _slot_values(slot))
     for intent, keys in templates.items():
@@ -97,9 +97,9 @@ def shipped_hashes(
 @cache
 def seed_utterances_by_intent() -> dict[tuple[str, str], list[str]]:
     """(intent, language) -> example texts: intents.json plus the training part of the
-    labelled evaluation set (routing/eval/train.tsv). The held-out part
-    (routing/eval/heldout.tsv) is never seeded."""
-    from routing.eval.data import TRAIN_FILE, labelled_load
+    labelled training set (routing/seed_data/train.tsv). The held-out set
+    (bench/sets/demo/router/heldout.tsv) is never seeded."""
+    from routing.training_data import TRAIN_FILE, labelled_load
 
     grouped: dict[tuple[str, str], list[str]] = {}
     for item in seed_intents_data():
@@ -124,7 +124,7 @@ def seed_utterances() -> list[tuple[str, str, str]]:
 
 def seed_hash(kind: str, values: dict[str, Any]) -> str:
     """The hash of a row's seeded values. Numbers are normalised by the callers
-    (``_rule_values``...) so that 0 in a JSON file and 0.0 from the database agree."""
+    (``rule_values``...) so that 0 in a JSON file and 0.0 from the database agree."""
     blob = json.dumps(
         {"kind": kind, **values}, sort_keys=True, ensure_ascii=False, separators=(",", ":")
     )
@@ -158,7 +158,7 @@ RULE_FIELDS = (
 )
 
 
-def _rule_values(item: dict[str, Any]) -> dict[str, Any]:
+def rule_values(item: dict[str, Any]) -> dict[str, Any]:
     return {
         "kind": item["kind"],
         "pattern": item.get("pattern", ""),
@@ -173,9 +173,9 @@ def _rule_values(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _rule_current(row: Rule) -> dict[str, Any]:
+def rule_current(row: Rule) -> dict[str, Any]:
     values = {name: getattr(row, name) for name in RULE_FIELDS if name != "intent"}
-    return _rule_values({**values, "intent": row.intent.name})
+    return rule_values({**values, "intent": row.intent.name})
 
 
 def _slot_values(item: dict[str, Any]) -> dict[str, Any]:
@@ -393,7 +393,7 @@ def intents_seed(
     rule_plan = SeedPlan(
         "rule",
         list(RULE_FIELDS),
-        _rule_current,
+        rule_current,
         lambda row, values: _rule_assign(row, values, intents),
         report,
         reset,
@@ -401,7 +401,7 @@ def intents_seed(
     rules = {r.name: r for r in Rule.objects.select_related("intent")}
     for item in rules_data["rules"]:
         rule_plan.row(
-            item["name"], rules.get(item["name"]), _rule_values(item), Rule(name=item["name"])
+            item["name"], rules.get(item["name"]), rule_values(item), Rule(name=item["name"])
         )
     changed |= rule_plan.save(Rule)
 

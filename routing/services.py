@@ -10,10 +10,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from routing.classifier import (
+from routing.classifier_store import classifier_store
+from routing.classifier_training import (
     classifier_samples,
     classifier_samples_hash,
-    classifier_store,
     classifier_train,
 )
 from routing.models import ClassifierModel, RetrainRun
@@ -60,36 +60,52 @@ def router_model_train(*, version: int, trained_by: str = "") -> dict[str, Any]:
         started_at=timezone.now(),
     )
     samples = classifier_samples()
+    skipped = _training_skip(current.version, samples)
+    if skipped is not None:
+        return skipped
+    return _train_and_store(current.version, samples, trained_by=trained_by, started=started)
+
+
+def _training_skip(version: int, samples: list[tuple[str, str]]) -> dict[str, Any] | None:
+    """The outcome when there is nothing to train: a stored model has these examples
+    already, or they cover fewer than two intents; None: train."""
     data_hash = classifier_samples_hash(samples)
     existing = ClassifierModel.objects.filter(data_hash=data_hash).first()
     if existing is not None:
-        if existing.router_version < current.version:
-            ClassifierModel.objects.filter(pk=existing.pk).update(router_version=current.version)
+        if existing.router_version < version:
+            ClassifierModel.objects.filter(pk=existing.pk).update(router_version=version)
         retrain_run_record(
-            current.version,
+            version,
             status=RetrainRun.UNCHANGED,
             stage="same examples as a stored model",
             progress=1.0,
             finished_at=timezone.now(),
         )
-        return {"outcome": "unchanged", "version": current.version, "model_id": existing.pk}
+        return {"outcome": "unchanged", "version": version, "model_id": existing.pk}
     if len({intent for _, intent in samples}) < 2:
         retrain_run_record(
-            current.version,
+            version,
             status=RetrainRun.FAILED,
             stage="examples for fewer than two intents",
             finished_at=timezone.now(),
         )
-        return {"outcome": "too_little_data", "version": current.version}
+        return {"outcome": "too_little_data", "version": version}
+    return None
+
+
+def _train_and_store(
+    version: int, samples: list[tuple[str, str]], *, trained_by: str, started: float
+) -> dict[str, Any]:
+    """Train, store (keeping the newest KEEP_MODELS models) and record the outcome."""
 
     def progress(stage: str, share: float) -> None:
-        retrain_run_record(current.version, stage=stage, progress=round(share, 3))
+        retrain_run_record(version, stage=stage, progress=round(share, 3))
 
     try:
         classifier = classifier_train(samples=samples, progress=progress)
     except Exception as exc:
         retrain_run_record(
-            current.version,
+            version,
             status=RetrainRun.FAILED,
             stage=f"{type(exc).__name__}: {exc}"[:200],
             finished_at=timezone.now(),
@@ -97,7 +113,7 @@ def router_model_train(*, version: int, trained_by: str = "") -> dict[str, Any]:
         raise
     row = classifier_store(
         classifier=classifier,
-        router_version=current.version,
+        router_version=version,
         trained_by=trained_by or f"celery:{socket.gethostname()}",
     )
     stale = ClassifierModel.objects.order_by("-router_version", "-id").values_list("pk", flat=True)[
@@ -106,21 +122,21 @@ def router_model_train(*, version: int, trained_by: str = "") -> dict[str, Any]:
     ClassifierModel.objects.filter(pk__in=list(stale)).delete()
     logger.info(
         "router_retrain: v%s trained on %d examples in %.2f s (%d bytes)",
-        current.version,
+        version,
         classifier.sample_count,
         classifier.train_seconds,
         row.size_bytes,
     )
     result = {
         "outcome": "trained",
-        "version": current.version,
+        "version": version,
         "model_id": row.pk,
         "samples": classifier.sample_count,
         "train_seconds": round(classifier.train_seconds, 3),
         "total_seconds": round(time.perf_counter() - started, 3),
     }
     retrain_run_record(
-        current.version,
+        version,
         status=RetrainRun.DONE,
         stage=f"trained on {classifier.sample_count} examples",
         progress=1.0,
@@ -145,7 +161,7 @@ def retrain_status() -> dict[str, Any]:
     if model is not None:
         from django.conf import settings
 
-        from routing.classifier import classifier_deserialize
+        from routing.classifier_store import classifier_deserialize
 
         calibration = classifier_deserialize(bytes(model.blob)).calibration
         if calibration is not None:

@@ -16,7 +16,7 @@ CHANGE_ADDRESS = "change_address"
 REFUND_STATUS = "refund_status"
 SHIPPING_COST = "shipping_cost"
 ACCOUNT_HELP = "account_help"
-# Returns and exchanges of a delivered order's items (issue #17 item 5): listed,
+# Returns and exchanges of a delivered order's items: listed,
 # confirmed with an explicit "yes", performed by deterministic code like a cancel.
 RETURN_ITEM = "return_item"
 EXCHANGE_ITEM = "exchange_item"
@@ -28,7 +28,7 @@ OUT_OF_SCOPE = "out_of_scope"  # clarify
 # A role-play, jailbreak or prompt-extraction attempt (routing/roleplay.py): clarify
 # tier, whose template says what the bot can help with; no model reply.
 ROLE_PLAY = "role_play"
-# The shopper asks for a person (human handoff, docs/desk.md): routing/handoff.py
+# The shopper asks for a person (human handoff, docs/desk.md): routing/handoff_detect.py
 # (the "handoff-request" rule and a scorer of its own), no classifier examples.
 HANDOFF = "handoff"
 

@@ -74,7 +74,7 @@ def router_version_bump() -> VersionKey:
             RouterVersion.objects.filter(pk=_ROW_ID).update(version=F("version") + 1, stamp=stamp)
     key = router_version_get()
     # The classifier is retrained once, by a Celery task, after the change commits;
-    # every process then loads the stored model (routing/classifier.py).
+    # every process then loads the stored model (routing/classifier_store.py).
     transaction.on_commit(lambda: router_retrain_enqueue(version=key.version))
     return key
 

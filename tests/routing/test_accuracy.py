@@ -1,22 +1,22 @@
 """Measured router quality: the issue's targets on the labelled held-out set
-(routing/eval/heldout.tsv, never trained on), and decision time."""
+(bench/sets/demo/router/heldout.tsv, never trained on), and decision time."""
 
 from __future__ import annotations
 
 import pytest
 
-from routing.classifier import classifier_samples
-from routing.eval.evaluate import HELDOUT_FILE, TARGETS, evaluate, labelled_load, leaks
+from bench.router_metrics import TARGETS, evaluate, leaks
+from bench.router_sets import HELDOUT_FILE
+from routing.classifier_training import classifier_samples
 from routing.router import router_snapshot_get
 from routing.seed import seed_utterances
+from routing.training_data import TRAIN_FILE, labelled_load
 
 pytestmark = pytest.mark.usefixtures("seeded")
 
 
 def test_labelled_set_size_and_split() -> None:
     heldout = labelled_load(HELDOUT_FILE)
-    from routing.eval.evaluate import TRAIN_FILE
-
     train = labelled_load(TRAIN_FILE)
     for language, minimum in (("en", 400), ("zh", 200)):
         n_held = sum(item.language == language for item in heldout)

@@ -1,4 +1,4 @@
-"""Calibration, the out-of-scope trade-off curve and the embedding features (#17 item 2)."""
+"""Calibration, the out-of-scope trade-off curve and the embedding features."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from routing import classifier as classifier_module
-from routing.classifier import classifier_samples, classifier_train
+from routing import classifier_fit, example_embeddings
+from routing.classifier_training import classifier_samples, classifier_train
 from routing.router import route_decide, router_snapshot_get
 from routing.services import router_model_train
 from routing.versioning import router_version_get
@@ -98,9 +98,9 @@ def test_embedding_features_route_and_reuse_the_example_cache() -> None:
     samples = classifier_samples()
     trained = classifier_train(samples=samples, embeddings=True)
     assert trained.embedding_dim == 384
-    cached = len(classifier_module._example_vectors)
+    cached = len(example_embeddings.example_cache)
     classifier_train(samples=samples, embeddings=True)
-    assert len(classifier_module._example_vectors) == cached  # nothing embedded again
+    assert len(example_embeddings.example_cache) == cached  # nothing embedded again
 
     with pytest.raises(ValueError, match="embedding"):
         trained.predict(text="when do you close")
@@ -173,7 +173,7 @@ def test_admin_picks_a_point_of_the_curve_and_routing_applies_it(admin_client: C
 def test_embedding_only_when_unsure_nearest_example_score_and_disk_cache(
     monkeypatch: pytest.MonkeyPatch, settings: object, tmp_path: object
 ) -> None:
-    """#17 items 1, 3 and 4: the in-scope score weighs the nearest example; a message
+    """The in-scope score weighs the nearest example; a message
     the TF-IDF-only model is sure of is decided without its embedding; a new process
     retrains from the disk cache of example embeddings."""
     from dataclasses import replace
@@ -196,7 +196,7 @@ def test_embedding_only_when_unsure_nearest_example_score_and_disk_cache(
         default_language="en",
     )
     samples = classifier_samples()
-    classifier_module._example_vectors.clear()  # as in a new process: all go to disk
+    example_embeddings.example_cache.clear()  # as in a new process: all go to disk
     trained = classifier_train(samples=samples, embeddings=True)
     assert trained.oos_weights is not None and trained.example_vectors is not None
     assert trained.oos_weights[1] > 0  # nearer an example: more in scope
@@ -209,11 +209,11 @@ def test_embedding_only_when_unsure_nearest_example_score_and_disk_cache(
         # On so few examples the calibration fold found no safe cut (none is stored
         # then): fit the TF-IDF-only model here to drive the router's fast path.
         from routing.classifier import features_text
-        from routing.text import text_normalise
+        from routing.normalise import text_normalise
 
         x = trained.vectorizer.transform([features_text(text_normalise(t)) for t, _ in samples])
         labels = np.array([trained.intents.index(intent) for _, intent in samples])
-        weights, bias = classifier_module._weights_of(classifier_module._tfidf_fit(x, labels))
+        weights, bias = classifier_fit.weights_of(classifier_fit.tfidf_fit(x, labels))
         trained = replace(trained, tfidf_weights=weights, tfidf_bias=bias, tfidf_temperature=1.0)
 
     snapshot = replace(router_snapshot_get(), classifier=replace(trained, embed_below=0.0))
@@ -250,7 +250,7 @@ def test_embedding_only_when_unsure_nearest_example_score_and_disk_cache(
     assert on_curve.confidence < plain.confidence
 
     # A new worker process: nothing in memory; the examples come from the disk cache.
-    classifier_module._example_vectors.clear()
+    example_embeddings.example_cache.clear()
     calls: list[int] = []
     real = embedding_module.embed_texts
 

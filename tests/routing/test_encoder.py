@@ -1,5 +1,5 @@
 """The router's embedding adapter (routing/encoder.py): SetFit-style contrastive
-training on the shop's examples through the retrain path (#17)."""
+training on the shop's examples through the retrain path."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_the_adapter_separates_the_shops_intents(settings: Any) -> None:
 @pytest.mark.models
 @pytest.mark.django_db
 def test_the_retrain_task_trains_the_adapter_and_routing_uses_it(settings: Any) -> None:
-    from routing.classifier import classifier_samples, classifier_samples_hash
+    from routing.classifier_training import classifier_samples, classifier_samples_hash
     from routing.interchange import intents_import
     from routing.models import ClassifierModel
     from routing.router import route_decide, router_snapshot_get

@@ -1,4 +1,4 @@
-"""Issue #15: recognising a request for a person (routing/handoff.py) through the
+"""Recognising a request for a person (routing/handoff_detect.py) through the
 router: the handoff rules after the vetoes, then the scorer. The router's test
 settings have sentence embeddings off, so the scorer here is its TF-IDF-only form;
 ``make eval-router`` measures the shipped one (with embeddings) on the dev and
@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from routing import handoff
-from routing.eval.evaluate import HANDOFF_DEV_FILE, handoff_evaluate, handoff_load
-from routing.handoff import (
-    handoff_cue,
-    handoff_examples_load,
-    handoff_remainder,
-    handoff_scorer_get,
-)
+from bench.router_metrics import handoff_evaluate
+from routing import handoff_scorer
+from routing.handoff_cue import handoff_cue
+from routing.handoff_scorer import handoff_examples_load, handoff_scorer_get
+from routing.handoff_vetoes import handoff_remainder
+from routing.normalise import text_normalise
 from routing.router import route_message, router_snapshot_get
-from routing.text import text_normalise
+from routing.training_data import HANDOFF_DEV_FILE, handoff_load
 from routing.types import HANDOFF
 
 pytestmark = pytest.mark.usefixtures("seeded")
@@ -141,8 +139,8 @@ def test_a_bare_question_after_a_vetoed_clause_continues_it() -> None:
 @pytest.mark.parametrize(
     ("text", "language"),
     [
-        # Asking for a manager or supervisor is asking for a person (session 9's product
-        # decision); the angry-complaint rule took these to L3 as complaints before.
+        # Asking for a manager or supervisor is asking for a person (docs/product.md),
+        # not a complaint for the angry-complaint rule (L3).
         ("i want a manager now, this is a scam", "en"),
         ("this is ridiculous, get me your supervisor", "en"),
         ("can i speak with the manager please", "en"),
@@ -180,7 +178,7 @@ def test_an_angry_complaint_without_a_request_for_a_person_stays_l3() -> None:
 @pytest.mark.parametrize(
     ("text", "language", "veto"),
     [
-        # Session 9's classes (the rule alone took each of these): whether someone works
+        # Round 9's classes (the rule alone took each of these): whether someone works
         # at a time, whether one has to contact someone, a shopper saying they are human,
         # a person's words reported from before and the bot compared with people.
         ("is customer service open on saturdays", "en", "asks_for_hours_or_contact"),
@@ -222,7 +220,7 @@ def test_requests_beside_the_new_vetoes_still_hand_off(text: str, language: str)
 
 def test_the_agent_themselves_is_no_parcel_recipient() -> None:
     # 本人 after 客服 is the agent themselves: a request, where "需要本人签收吗" (the
-    # recipient) stays the delivery veto's (a regression of session 8's veto).
+    # recipient) stays the delivery veto's.
     assert handoff_remainder(text_normalise("我想跟客服本人聊")) == ("我想跟客服本人聊", [])
     assert route_message(text="我想跟客服本人聊", language="zh").intent == HANDOFF
     assert handoff_remainder(text_normalise("需要本人签收吗"))[1] == ["delivery_or_pickup"]
@@ -230,7 +228,7 @@ def test_the_agent_themselves_is_no_parcel_recipient() -> None:
 
 def test_talking_to_a_real_or_human_agent_is_not_read_as_what_an_agent_said() -> None:
     # "X说" is "X said" (a report), but 和/跟 + 真人客服/人工客服 + 说 asks to talk to
-    # them: the "said" veto once read "我要和真人客服说" from its 客服 (session 9).
+    # them: the "said" veto must not read "我要和真人客服说" from its 客服.
     for text in ("我要和真人客服说", "我要和人工客服说"):
         assert handoff_remainder(text_normalise(text)) == (text, []), text
         assert route_message(text=text, language="zh").intent == HANDOFF, text
@@ -257,8 +255,8 @@ def test_a_message_that_names_no_person_has_no_cue(text: str) -> None:
 
 
 def test_the_dev_set_figures_of_the_tfidf_only_form() -> None:
-    # The dev set is among the scorer's training since session 10 (no held-out figure:
-    # `manage.py handoff_cv` estimates that): this guards the recogniser against a
+    # The dev set is among the scorer's training (no held-out figure: `python -m
+    # bench.command handoff_cv` estimates that): this guards the recogniser against a
     # change that breaks it, at the figures measured when it was last revised.
     snapshot = router_snapshot_get()
     assert snapshot.handoff is not None and snapshot.handoff.embedding_dim == 0
@@ -273,12 +271,12 @@ def test_the_scorer_is_stored_and_the_next_process_loads_it(
     first = handoff_scorer_get()
     assert handoff_scorer_get() is first  # once per process
     # A new process (nothing in memory) loads what the first stored, training nothing.
-    monkeypatch.setattr(handoff, "_scorer", None)
+    monkeypatch.setattr(handoff_scorer, "_scorer", None)
 
     def train_again(*args: object, **kwargs: object) -> None:
         raise AssertionError("trained again instead of loading the stored scorer")
 
-    monkeypatch.setattr(handoff, "handoff_scorer_train", train_again)
+    monkeypatch.setattr(handoff_scorer, "handoff_scorer_train", train_again)
     loaded = handoff_scorer_get()
     assert loaded is not first
     text = text_normalise("can i be connected to a representative")
@@ -290,7 +288,7 @@ def test_the_scorer_is_stored_and_the_next_process_loads_it(
 @pytest.mark.parametrize(
     ("text", "language", "veto"),
     [
-        # Session 10's classes (handoff_v3's false handoffs, other phrasings): the queue
+        # Round 10's classes (handoff_v3's false handoffs, other phrasings): the queue
         # or the process, remarks on the bot, declines, a past wait, a contact person
         # as a field.
         ("how long would i be waiting for a person right now?", "en", "asks_about_the_process"),
@@ -303,7 +301,7 @@ def test_the_scorer_is_stored_and_the_next_process_loads_it(
         ("那我不找客服了", "zh", "declines"),
         ("前天转人工等了四十分钟", "zh", "reports_or_compares"),
         ("which contact name goes on a company order", "en", "names_a_role"),
-        # Session 11's classes (handoff_v4's false handoffs, other phrasings): declines
+        # Round 11's classes (handoff_v4's false handoffs, other phrasings): declines
         # across the two languages, the shopper's own boss, how to reach a person some
         # other time, products and kinds of people described.
         ("all good now, no need 找客服", "en", "declines"),
@@ -350,8 +348,8 @@ def test_asking_to_be_called_back_is_not_asking_for_a_number() -> None:
 
 
 def test_a_request_inside_a_complaint_is_decided_before_the_complaint_rules() -> None:
-    # The handoff rules and the scorer decide at the handoff rules' priority (session
-    # 10): angry-complaint no longer takes a complaint that asks for a person.
+    # The handoff rules and the scorer decide at the handoff rules' priority:
+    # angry-complaint does not take a complaint that asks for a person.
     decision = route_message(text="this is a scam and i'm furious, get me a person", language="en")
     assert decision.intent == HANDOFF, decision.reason
     decision = route_message(text="this is a scam and i'm furious", language="en")
@@ -368,9 +366,9 @@ def test_a_request_inside_a_complaint_is_decided_before_the_complaint_rules() ->
         "让昨天那个客服小哥来处理",
     ],
 )
-def test_the_session_11_vetoes_leave_requests_beside_them(text: str) -> None:
+def test_the_round_11_vetoes_leave_requests_beside_them(text: str) -> None:
     # The clause that asks stays for the rule and the scorer (whether they then hand off
-    # is their threshold's matter: docs/routing.md "Handoff, session 11").
+    # is their threshold's matter: docs/routing.md).
     remainder, _ = handoff_remainder(text_normalise(text))
     assert handoff_cue(remainder), remainder
 
@@ -378,22 +376,23 @@ def test_the_session_11_vetoes_leave_requests_beside_them(text: str) -> None:
 def test_misspelt_words_for_a_person_reach_the_scorer() -> None:
     for text in ("can i spaek to sombody", "customer servise", "i want a persn"):
         assert handoff_cue(text_normalise(text)), text
-    # Before session 11 (the honest cross-validation's view of an older set) they did not.
+    # Before round 11 (the honest cross-validation's view of an older set) they did not.
     assert not handoff_cue(text_normalise("customer servise"), upto=10)
 
 
-def test_a_veto_counts_only_from_the_session_it_came_in() -> None:
-    # The honest cross-validation measures handoff_v3 (first run on session 9's
-    # recogniser) without session 10's vetoes, written from its errors.
+def test_a_veto_counts_only_from_the_round_it_came_in() -> None:
+    # The honest cross-validation measures handoff_v3 (first run on round 9's
+    # recogniser) without round 10's vetoes, written from its errors.
     text = text_normalise("转人工排队要多久")
     assert handoff_remainder(text)[1] == ["asks_about_the_process"]
     assert handoff_remainder(text, upto=9) == (text, [])
 
 
 def test_the_honest_folds_train_on_nothing_written_from_their_errors() -> None:
-    from routing.eval.data import HANDOFF_READ_SETS, HANDOFF_SET_INFO
-    from routing.eval.handoff_cv import honest_training, written_sessions
-    from routing.handoff import training_samples
+    from bench.handoff_cv import honest_training, written_sessions
+    from bench.router_sets import HANDOFF_SET_INFO
+    from routing.handoff_scorer import training_samples
+    from routing.training_data import HANDOFF_READ_SETS
 
     groups = {path.stem: handoff_load(path) for path in HANDOFF_READ_SETS}
     written = written_sessions(list(HANDOFF_READ_SETS))
@@ -422,9 +421,9 @@ def test_the_honest_folds_train_on_nothing_written_from_their_errors() -> None:
 
 
 def test_an_honest_fold_uses_the_handoff_rule_of_its_session() -> None:
-    # handoff_v2 was first run on session 8's recogniser, whose rule did not yet take a
-    # manager (session 9's product decision): its fold is measured with that rule.
-    from routing.eval.handoff_cv import rules_as_of
+    # handoff_v2 was first run on round 8's recogniser, whose rule did not yet take a
+    # manager (a product decision of round 9): its fold is measured with that rule.
+    from bench.handoff_cv import rules_as_of
     from routing.router import CompiledRule
 
     snapshot = router_snapshot_get()

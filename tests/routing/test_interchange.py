@@ -1,4 +1,4 @@
-"""Bring your own intents: CSV, JSON and Rasa nlu.yml import/export (issue #17 item 1)."""
+"""Bring your own intents: CSV, JSON and Rasa nlu.yml import/export."""
 
 from __future__ import annotations
 
@@ -9,13 +9,11 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from routing.classifier import classifier_get
-from routing.interchange import (
-    ImportFailed,
-    bundle_parse,
-    intents_export,
-    intents_import,
-)
+from routing.classifier_store import classifier_get
+from routing.interchange import intents_import
+from routing.interchange_export import intents_export
+from routing.interchange_parse import bundle_parse
+from routing.interchange_records import ImportFailed
 from routing.models import Intent, ReplyTemplate, Utterance
 from routing.versioning import router_version_get
 

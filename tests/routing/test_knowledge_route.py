@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from routing import types as rt
-from routing.knowledge_route import _unknown_question, is_personal, is_question, knowledge_route
+from routing.knowledge_route import is_personal, is_question, knowledge_route, unknown_question
 from routing.router import route_message
 from tests.kb import approved_article, passage
 
@@ -37,7 +37,7 @@ def route(text: str) -> rt.RouteDecision:
 def test_a_new_article_routes_its_questions_to_l2_without_retraining(
     gift_card_article: None,
 ) -> None:
-    # The classifier alone sent this to L1 delivery_time (#17).
+    # The classifier alone would send this to L1 delivery_time.
     text = "How long is a gift card valid before it expires?"
     assert route_message(text=text, language="en").tier != rt.L2
     decision = route(text)
@@ -114,7 +114,7 @@ def test_an_unplaced_question_with_nothing_in_the_kb_goes_to_l2_to_say_so(
         confidence=0.3,
         reason={"kind": "clarify", "why": "low_confidence", "candidate": rt.ORDER_STATUS},
     )
-    assert not _unknown_question(guess, "when does it come?")
+    assert not unknown_question(guess, "when does it come?")
 
 
 def test_the_passage_l2_would_answer_from_decides_not_the_first_ranked(

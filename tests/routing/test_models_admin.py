@@ -5,7 +5,8 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from routing.classifier import classifier_get, classifier_train
+from routing.classifier_store import classifier_get
+from routing.classifier_training import classifier_train
 from routing.models import Intent, ReplyTemplate, Rule, SlotPattern
 from routing.types import COMPLEX_QUESTION, L3
 

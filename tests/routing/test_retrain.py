@@ -16,9 +16,10 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
-from routing import classifier as classifier_module
+from routing import classifier_store as store_module
 from routing import versioning
-from routing.classifier import classifier_deserialize, classifier_get, classifier_samples_hash
+from routing.classifier_store import classifier_deserialize, classifier_get
+from routing.classifier_training import classifier_samples_hash
 from routing.models import ClassifierModel, Intent, Utterance
 from routing.router import route_message
 from routing.services import router_model_train
@@ -49,7 +50,7 @@ def test_task_trains_stores_and_is_idempotent() -> None:
     first = router_retrain.apply(args=[version]).get()
     assert first["outcome"] in {"trained", "unchanged"}
     row = ClassifierModel.objects.get(
-        data_hash=classifier_samples_hash(classifier_module.classifier_samples())
+        data_hash=classifier_samples_hash(store_module.classifier_samples())
     )
     assert row.sample_count > 1000 and row.train_seconds > 0 and row.size_bytes == len(row.blob)
     assert classifier_deserialize(bytes(row.blob)).data_hash == row.data_hash
@@ -77,7 +78,7 @@ def test_processes_load_the_stored_model_instead_of_training(
     def no_training(**_: object) -> None:
         raise AssertionError("a process must load the stored model, not train")
 
-    monkeypatch.setattr(classifier_module, "classifier_train", no_training)
+    monkeypatch.setattr(store_module, "classifier_train", no_training)
     versioning.router_caches_expire()
     decision = route_message(text="could i collect it at the shop myself", language="en")
     assert decision.intent == "store_pickup", decision.reason
@@ -92,19 +93,19 @@ def test_while_the_task_runs_the_previous_model_answers(
     settings.TIERDESK_ROUTER_RETRAIN_GRACE_S = 60
     _add_pickup_intent()
     trained: list[int] = []
-    real_train = classifier_module.classifier_train
+    real_train = store_module.classifier_train
 
     def counting_train(**kwargs: Any) -> Any:
         trained.append(1)
         return real_train(**kwargs)
 
-    monkeypatch.setattr(classifier_module, "classifier_train", counting_train)
+    monkeypatch.setattr(store_module, "classifier_train", counting_train)
     versioning.router_caches_expire()
     assert classifier_get() is before  # pending: no stored model yet, no local training
     assert not trained
 
     # The broker stayed down past the grace period: this process trains it itself.
-    monkeypatch.setattr(classifier_module.time, "monotonic", lambda: time.time() + 3600)
+    monkeypatch.setattr(store_module.time, "monotonic", lambda: time.time() + 3600)
     versioning.router_caches_expire()
     after = classifier_get()
     assert after is not before and after is not None and "store_pickup" in after.intents

@@ -1,22 +1,24 @@
 """Role-play, jailbreak and prompt-extraction attempts are recognised before any model
-runs and get the in-role answer (issue #17 item 6)."""
+runs and get the in-role answer."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from routing.roleplay import eval_lines, injection_strings, roleplay_match
+from bench.router_sets import (
+    HELDOUT_FILE,
+    ROLEPLAY_ATTACKS_FILE,
+    ROLEPLAY_ORDINARY_FILE,
+    injection_strings,
+    set_lines,
+)
+from routing.normalise import text_normalise
+from routing.roleplay import roleplay_match
 from routing.router import route_message
-from routing.text import text_normalise
+from routing.training_data import HANDOFF_DEV_FILE, HANDOFF_FILE, TRAIN_FILE
 from routing.types import CLARIFY, ROLE_PLAY
 
-ROOT = Path(__file__).resolve().parents[2]
-EVAL = ROOT / "routing" / "eval"
-
-
-lines = eval_lines
+lines = set_lines
 
 
 def caught(texts: list[str]) -> list[str]:
@@ -24,7 +26,7 @@ def caught(texts: list[str]) -> list[str]:
 
 
 def test_attacks_are_recognised() -> None:
-    attacks = lines(EVAL / "roleplay_attacks.txt")
+    attacks = lines(ROLEPLAY_ATTACKS_FILE)
     injections = injection_strings()
     assert len(attacks) >= 200
     assert len(injections) == 56
@@ -36,12 +38,12 @@ def test_attacks_are_recognised() -> None:
 
 
 def test_ordinary_messages_about_roles_and_rules_are_not() -> None:
-    ordinary = lines(EVAL / "roleplay_ordinary.txt")
+    ordinary = lines(ROLEPLAY_ORDINARY_FILE)
     # And every labelled shopper message of the router's own sets.
-    for name in ("heldout.tsv", "train.tsv", "handoff.tsv", "handoff_dev.tsv"):
+    for path in (HELDOUT_FILE, TRAIN_FILE, HANDOFF_FILE, HANDOFF_DEV_FILE):
         ordinary += [
             line.split("\t")[2]
-            for line in (EVAL / name).read_text(encoding="utf-8").splitlines()
+            for line in path.read_text(encoding="utf-8").splitlines()
             if line.count("\t") == 2 and not line.startswith("#")
         ]
     assert len(ordinary) >= 200 + 400

@@ -121,7 +121,7 @@ def test_several_questions_in_one_message_go_to_l3() -> None:
 @pytest.mark.parametrize(
     ("text", "language"),
     [
-        # (Without "i want a manager": since session 9 that asks for a person, #15.)
+        # (Without "i want a manager": that asks for a person.)
         ("this is ridiculous, worst service ever, i want my money back", "en"),
         ("太离谱了，我要投诉你们", "zh"),
     ],

@@ -97,7 +97,7 @@ def test_a_changed_seed_updates_untouched_rows_and_the_router_sees_it(
     _seed_all()
     assert Rule.objects.get(name="comparison").seed_hash  # seeded rows remember their seed
     before = router_version_get()
-    assert router_module._rule_cache.get().rules  # the compiled rules are cached now
+    assert router_module.rule_cache.get().rules  # the compiled rules are cached now
     release.rule("comparison")["pattern"] = NEW_COMPARISON
     release.rule("comparison")["priority"] = 21
     release.templates["order_status"]["pending"]["en"] = NEW_PENDING
@@ -110,7 +110,7 @@ def test_a_changed_seed_updates_untouched_rows_and_the_router_sees_it(
 
     rule = Rule.objects.get(name="comparison")
     assert (rule.pattern, rule.priority) == (NEW_COMPARISON, 21)
-    assert rule.seed_hash == seed_hash("rule", seed_module._rule_values(release.rule("comparison")))
+    assert rule.seed_hash == seed_hash("rule", seed_module.rule_values(release.rule("comparison")))
     assert (
         ReplyTemplate.objects.get(intent__name="order_status", key="pending", language="en").text
         == NEW_PENDING
@@ -127,7 +127,7 @@ def test_a_changed_seed_updates_untouched_rows_and_the_router_sees_it(
     # Every process's caches: the version moved and this process reads the new data.
     assert router_version_get().version > before.version
     assert template_get(intent="order_status", key="pending", language="en") == NEW_PENDING
-    compiled = {r.name: r for r in router_module._rule_cache.get().rules}
+    compiled = {r.name: r for r in router_module.rule_cache.get().rules}
     assert compiled["comparison"].regex is not None
     assert compiled["comparison"].regex.pattern == NEW_COMPARISON
 
@@ -212,7 +212,7 @@ def test_legacy_rows_adopt_the_hash_when_equal_and_are_kept_when_not(
     assert "rule:handoff-request" in report.adopted
     assert "template:order_status.pending.en" in report.adopted
     handoff = Rule.objects.get(name="handoff-request")
-    assert handoff.seed_hash == seed_hash("rule", seed_module._rule_current(handoff))
+    assert handoff.seed_hash == seed_hash("rule", seed_module.rule_current(handoff))
     assert report.diverged == ["rule:comparison"]
     assert Rule.objects.get(name="comparison").pattern == r"\bvs\b"
     assert Rule.objects.get(name="comparison").seed_hash == ""
@@ -235,7 +235,7 @@ def test_a_legacy_row_equal_to_an_earlier_release_is_updated(release: Release) -
     old = dict(release.rule("comparison"), priority=25)  # what an older release shipped
     Rule.objects.filter(name="comparison").update(priority=25)
     Rule.objects.filter(name="two-requests").update(priority=26)  # not in the history
-    history = {"rule:comparison": [seed_hash("rule", seed_module._rule_values(old))]}
+    history = {"rule:comparison": [seed_hash("rule", seed_module.rule_values(old))]}
     (release.directory / "seed_history.json").write_text(json.dumps(history), "utf-8")
     release.ship()
 
@@ -271,7 +271,7 @@ def test_reset_restores_an_edited_row(release: Release) -> None:
     rule = Rule.objects.get(name="comparison")
     shipped = release.rule("comparison")
     assert (rule.priority, rule.enabled) == (shipped["priority"], True)
-    assert rule.seed_hash == seed_hash("rule", seed_module._rule_values(shipped))
+    assert rule.seed_hash == seed_hash("rule", seed_module.rule_values(shipped))
     zh = ReplyTemplate.objects.get(intent__name="order_status", key="pending", language="zh")
     assert zh.text == release.templates["order_status"]["pending"]["zh"]
     assert Rule.objects.get(name="two-requests").priority == 7

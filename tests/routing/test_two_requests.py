@@ -1,5 +1,5 @@
 """Two requests in one message, one about an order: the large tier answers both
-instead of the classifier keeping one (issue #17 item 5, rule ``two-requests``)."""
+instead of the classifier keeping one (rule ``two-requests``)."""
 
 from __future__ import annotations
 

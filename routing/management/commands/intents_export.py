@@ -11,7 +11,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from routing.interchange import FORMATS, intents_export
+from routing.interchange_export import intents_export
+from routing.interchange_records import FORMATS
 
 
 class Command(BaseCommand):

@@ -15,7 +15,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from routing.interchange import FORMATS, TIERS, ImportFailed, Plan, format_guess, intents_import
+from routing.interchange import Plan, intents_import
+from routing.interchange_parse import format_guess
+from routing.interchange_records import FORMATS, TIERS, ImportFailed
 
 
 class Command(BaseCommand):

@@ -193,7 +193,7 @@ def product_run(
 
 
 def _normalise(text: str) -> str:
-    from routing.text import text_normalise
+    from routing.normalise import text_normalise
 
     return text_normalise(text)
 
@@ -236,14 +236,14 @@ def _baseline_run(
 ) -> dict[str, Any]:
     """Fit ``fit(index, y) -> score(index)`` (rows of a shared feature table); with
     held-out intents, pick the threshold on an 80/20 split + off-topic text first."""
-    from routing.classifier import _calibration_split
+    from routing.calibration import calibration_split
 
     started = time.perf_counter()
     threshold = None
     if held:
         # The product's calibration split: a quarter of the intents left out, a fifth
         # of the others' examples held out; the most balanced point.
-        fit_part, held_part, unseen_part = _calibration_split(y)
+        fit_part, held_part, unseen_part = calibration_split(y)
         score = fit(train_index[fit_part], y[fit_part])
         held_scores = score(train_index[held_part])
         negative_scores = score(np.concatenate([train_index[unseen_part], off_index]))
@@ -345,7 +345,8 @@ def banking77_evaluate(
     (a throw-away one: the router's intents are replaced)."""
     from django.conf import settings
 
-    from routing.classifier import examples_embed, off_topic_texts
+    from routing.classifier_training import off_topic_texts
+    from routing.example_embeddings import examples_embed
 
     train, test = rows_load("train"), rows_load("test")
     off_topic = off_topic_texts()
@@ -404,7 +405,7 @@ CACHE_FILE = Path(__file__).resolve().parents[2] / "var" / "cache" / "banking77-
 
 def _vectors_cache_load(texts: list[str]) -> int:
     from knowledge.embedding import model_name
-    from routing.classifier import examples_cache_fill
+    from routing.example_embeddings import examples_cache_fill
 
     if not CACHE_FILE.exists():
         return 0

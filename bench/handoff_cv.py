@@ -20,9 +20,9 @@ the dev lines and scorer examples written after a set was read rephrase its erro
 out"); and the dev sets, written beside the vetoes, were folds too. ``honest_folds``
 estimates instead only on sets written blind by someone else, each with the vetoes and
 the handoff rule of the session whose recogniser first ran on it (``upto``:
-handoff.VETO_SESSIONS; the rule from git, ``rules_as_of``) and a scorer trained without
+handoff_vetoes.VETO_SESSIONS; the rule from git, ``rules_as_of``) and a scorer trained without
 the set's group and without any dev line or example written after the set was read
-(eval/data.py HANDOFF_SET_INFO; the session of a block from its comments). What stays in
+(bench/router_sets.py HANDOFF_SET_INFO; the session of a block from its comments). What stays in
 sample: the cue and the later extensions of an older veto; so it is still an upper
 bound, by less.
 """
@@ -40,19 +40,19 @@ from typing import Any
 
 import numpy as np
 
-from routing.eval.data import HANDOFF, HANDOFF_SET_INFO, Labelled
-from routing.handoff import (
+from bench.router_sets import HANDOFF_SET_INFO
+from routing.handoff_detect import decision_remainder, handoff_decide
+from routing.handoff_scorer import (
     EXAMPLES_FILE,
     Embedder,
     HandoffScorer,
-    _remainder,
-    handoff_decide,
     handoff_scorer_train,
     training_samples,
 )
+from routing.normalise import text_normalise, text_tokens
 from routing.roleplay import roleplay_match
 from routing.router import RouterSnapshot
-from routing.text import text_normalise, text_tokens
+from routing.training_data import HANDOFF, Labelled
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def parts_of(
         embedding_of=embedding_of,
         upto=upto,
     )
-    remainder, _ = _remainder(normalised, upto=upto)
+    remainder, _ = decision_remainder(normalised, upto=upto)
     score = None
     if remainder:
         embedding = embedding_of(remainder) if scorer.embedding_dim else None

@@ -1,10 +1,10 @@
-"""Router evaluation on the labelled set in this folder (``make eval-router``).
+"""Router evaluation on the labelled sets (``make eval-router``).
 
-``train.tsv`` is part of the classifier's training data (the seed loads it);
-``heldout.tsv`` never is: ``evaluate`` refuses to run when a held-out text is among
-the training utterances. The report has accuracy, per-class precision and recall,
-the confusion matrix, tier accuracy (the cost-relevant figure) per language, and the
-issue's targets with a verdict each.
+``routing/seed_data/train.tsv`` is part of the classifier's training data (the seed
+loads it); ``bench/sets/demo/router/heldout.tsv`` never is: ``evaluate`` refuses to
+run when a held-out text is among the training utterances. The report has accuracy,
+per-class precision and recall, the confusion matrix, tier accuracy (the
+cost-relevant figure) per language, and the targets with a verdict each.
 """
 
 from __future__ import annotations
@@ -16,22 +16,11 @@ from typing import Any
 import numpy as np
 
 from routing.classifier import message_embedding
-from routing.eval.data import (  # noqa: F401  (re-exported: callers import them from here)
-    EVAL_DIR,
-    HANDOFF,
-    HANDOFF_DEV_FILE,
-    HANDOFF_FILE,
-    HANDOFF_V2_FILE,
-    HANDOFF_V3_FILE,
-    HELDOUT_FILE,
-    TRAIN_FILE,
-    Labelled,
-    handoff_load,
-    labelled_load,
-)
-from routing.handoff import HandoffScorer, handoff_decide
+from routing.handoff_detect import handoff_decide
+from routing.handoff_scorer import HandoffScorer
+from routing.normalise import text_normalise, text_tokens
 from routing.router import CompiledRule, RouterSnapshot, route_decide
-from routing.text import text_normalise, text_tokens
+from routing.training_data import HANDOFF, Labelled
 from routing.types import CLARIFY, COMPLEX_QUESTION, L1, L2, L3, OUT_OF_SCOPE
 
 # The issue's targets on the held-out part.

@@ -1,5 +1,5 @@
 """The development benchmark (BANKING77) through the product's import and retrain path,
-beside three baselines (``make eval-router``; routing/eval/banking77.py).
+beside three baselines (``make eval-router``; bench/banking77.py).
 
 Replaces the router's intents: run it on a throw-away database only
 (scripts/eval-router.sh makes one).
@@ -35,7 +35,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from routing.eval.banking77 import banking77_evaluate
+        from bench.banking77 import banking77_evaluate
 
         if settings.TIERDESK_ENV != "test" and not options["confirmed"]:
             raise CommandError("this deletes every intent: use a throw-away database")

@@ -10,20 +10,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from routing.classifier import classifier_samples, classifier_train
-from routing.eval.data import HANDOFF_BLIND_SETS, HANDOFF_READ_SETS
-from routing.eval.evaluate import (
-    HELDOUT_FILE,
-    TRAIN_FILE,
-    evaluate,
-    handoff_evaluate,
-    handoff_load,
-    labelled_load,
-    leaks,
-    report_format,
-)
-from routing.handoff import training_samples
+from bench.router_metrics import evaluate, handoff_evaluate, leaks, report_format
+from bench.router_sets import HANDOFF_BLIND_SETS, HELDOUT_FILE
+from routing.classifier_training import classifier_samples, classifier_train
+from routing.handoff_scorer import training_samples
 from routing.router import router_snapshot_get
+from routing.training_data import HANDOFF_READ_SETS, TRAIN_FILE, handoff_load, labelled_load
 
 
 class Command(BaseCommand):
@@ -69,7 +61,7 @@ class Command(BaseCommand):
                 blind.append((path, kept))
             # The blind sets' training utterances (the intents' and the handoff scorer's)
             # are left out above. The rest is checked against the intents' examples
-            # only: the scorer trains on the read sets since session 10, and heldout.tsv
+            # only: the scorer trains on the read sets, and heldout.tsv
             # measures tiers (3 of its lines are among the scorer's: docs/routing.md).
             leaked = leaks(
                 heldout=[*items, *(item for _, r in read for item in r)],
@@ -105,7 +97,7 @@ class Command(BaseCommand):
             )
         if options["split"] == "heldout":
             # The blind sets first; then the read sets, which the scorer is trained on
-            # since session 10 (their blind estimate is `manage.py handoff_cv`).
+            # (their blind estimate is `python -m bench.command handoff_cv`).
             for key, name, handoff_set in (
                 *((path.stem, f"{path.name}, blind", b) for path, b in blind),
                 *((path.stem, f"{path.name}, read, trained on", b) for path, b in read),

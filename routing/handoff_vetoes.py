@@ -1,105 +1,11 @@
-"""Recognising a request for a person (issue #15, docs/routing.md "Asking for a person").
-
-The ``handoff-request`` rule alone missed phrasings it was not written for and fired on
-messages that mention a person without asking for one ("I don't need a human", "what
-hours is your support team online"). Three parts decide together:
-
-- **vetoes**: a clause that declines a person ("no need for an agent", "不用转人工"),
-  asks what the bot is or remarks on it ("are you a human?", "你说话像真人"), asks for
-  contact details or opening hours (or whether someone works on Sundays), asks about
-  the queue or the process ("how long is the wait for an agent", "什么情况下会转人工",
-  a question after a condition), asks whether one has to contact someone, says the
-  shopper is human ("prove i'm not a robot"), reports a person's words or a wait from
-  before or compares the bot with people ("上次人工客服答应…"), or names a contact person
-  as a field, is no request; the rest of the message still counts ("are you a bot? I
-  want a person" is one);
-- **the rule** (the router's rules of the ``handoff`` intent, admin-editable); asking
-  for a manager or supervisor is asking for a person (session 9);
-- **a scorer**: logistic regression over TF-IDF character/word n-grams and, for
-  English, the router's MiniLM sentence embedding, trained on
-  ``seed_data/handoff_examples.tsv``, every handoff set whose errors have been read
-  (session 10) and the seed intents' examples that mention a person (all of them other
-  requests). It catches the requests the rule has no pattern for.
-
-The rule and the scorer decide together at the handoff rules' priority, before the
-complaint rules (session 10); a rule's match counts only when the scorer gives it at
-least ``GATE`` (session 11). A message with no word for a person, a team, support, a
-bot or a callback never reaches the scorer (``handoff_cue``), so most messages cost one
-regex. The threshold, the gate and the regularisation were chosen by the honest
-cross-validation over the blind sets (``manage.py handoff_cv --honest``,
-eval/handoff_cv.py; docs/routing.md "Handoff, session 11").
-Sync and CPU-bound like the rest of the router: call it off the event loop.
-"""
+"""The handoff recogniser's vetoes: clauses that mention a person without asking for
+one (declining one, asking what the bot is, asking for hours or contact details, about
+the queue or the staff, reporting an earlier contact...). ``handoff_remainder`` is the
+message without its vetoed clauses, which the rule and the scorer then decide on."""
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import logging
-import math
-import os
-import pickle
 import re
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import cached_property
-from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
-import sklearn
-from django.conf import settings
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import FeatureUnion
-
-from routing.classifier import TfidfLookup, tfidf_dot, tfidf_lookup
-from routing.text import text_normalise
-
-logger = logging.getLogger(__name__)
-
-EXAMPLES_FILE = Path(__file__).resolve().parent / "seed_data" / "handoff_examples.tsv"
-
-# Chosen by the honest cross-validation (session 11, eval/handoff_cv.py, docs/routing.md
-# "Handoff, session 11"): the best accuracy with at most 2% false handoffs over the blind
-# sets, each measured with the vetoes, rule and training of its time; the same point with
-# embeddings on and off (0.931 / 1.4% and 0.930 / 1.9%). Session 10's 0.4 / 0.6 and no
-# gate came from a cross-validation that had the vetoes fitted to every fold; honestly
-# measured they gave 7.4% false handoffs (v4, blind: 7.3%).
-THRESHOLD = 0.8
-THRESHOLD_NO_EMBEDDINGS = 0.8
-# The score a handoff rule's match needs to count. Most honest false handoffs were the
-# rule's, on messages the scorer scored low (0.0-0.4): with 0.5 a match counts only when
-# the scorer half agrees (session 10 measured no gain, on folds whose vetoes had been
-# written from their own errors).
-GATE = 0.5
-# Regularisation: 10 (was 100) by the same cross-validation, at every gate and threshold
-# with a gate (0.931 / 1.85% nested, against 0.929 / 3.3%).
-_C = 10.0
-_EMBEDDING_WEIGHT = 2.0
-
-_DIGITS_RE = re.compile(r"\d+")
-
-# Any word for a person, a team, support or a bot (EN), or 人/客服/店员... (ZH). A
-# request for a person names one; checked on every request in the examples and the
-# dev set (tests/routing/test_handoff.py).
-_CUE_RE = re.compile(
-    r"\b(?:humans?|person|persons|people|agents?|reps?|representatives?|staff|someone|"
-    r"somebody|anyone|anybody|operators?|managers?|supervisors?|boss|owners?|colleagues?|"
-    r"team|employees?|support|service|care|real|live|living|actual|bots?|robots?|"
-    r"automated|transfer\w*|escalat\w*|specialists?|call|contact|reach|talk|speak|chat|"
-    # Session 10: callbacks, a department, someone in charge, a misspelt person.
-    r"callback|ring|phone|telephone|e-?mail|department|dept|sales|billing|accounts|"
-    r"refunds|returns|warranty|technical|in charge|senior|queue|line|whoever|"
-    r"hu\w{2,4}|repr?s\w*|agn\w*|agen\w*|opera\w*"
-    r")\b|人|客服|店员|员工|职员|专员|掌柜|小二|经理|主管|领导|老板|店长|负责人|售后|机器|"
-    r"电话|回电|打给我|联系我|部门|同事|销售|财务|技术支持|管事|说了算|拍板|值班|微信"
-)
-
-# --- vetoes ---------------------------------------------------------------------------
 
 _PERSON = (
     r"(?:humans?|person|people|agents?|reps?|representatives?|staff|someone|somebody|"
@@ -131,7 +37,7 @@ _BOT_RE = re.compile(rf"\b{_BOT}\b")
 _ZH_NEGATION_RE = re.compile(
     r"(?:不用|不需要|不必|无需|没必要|不想|别|不要)(?:再|了)?(?:帮我)?(?:转|找|接|叫|联系)?"
     r"(?:一下)?(?:人工|真人|客服|工作人员|人了|人)|"
-    # "不找人工了", "那就不麻烦人工了" (session 10).
+    # "不找人工了", "那就不麻烦人工了".
     r"不(?:找|转|要|用|叫|等|麻烦)(?:了)?(?:人工|真人|客服|工作人员)|(?:算了|不用了)[^，,。.]{0,4}$"
 )
 # What the bot is, who writes the replies: a question about the chat, not a request.
@@ -185,7 +91,7 @@ _INFO_RE = re.compile(
     r"\b(?:your|support|service|care|helpline|hotline) (?:e-?mail|phone number|number|"
     r"whatsapp|wechat)\b|\bnumber (?:i|we) (?:can|could) (?:call|ring|phone|text|reach)\b|"
     # Whether someone works on a day or at a time ("is support available on sundays",
-    # "周末有客服吗"): opening hours asked another way (session 9).
+    # "周末有客服吗"): opening hours asked another way.
     r"\b(?:available|working|work|works|open|online|around|on duty|staffed|in)\b (?:on |at |"
     r"during |over |for )?(?:the )?(?:weekends?|saturdays?|sundays?|holidays?|public holidays?|"
     r"bank holidays?|christmas(?: day| break| eve)?|new year'?s?(?: day| eve)?|nights?|evenings?|"
@@ -194,7 +100,7 @@ _INFO_RE = re.compile(
     r"凌晨)[^,.;!?，。；！？]{0,8}?(?:有|上班|在线|在吗|值班|营业)"
 )
 # The shopper saying they are a person, not a bot (a captcha, a blocked checkout):
-# "i'm human too", "prove i'm not a robot", "我是真人" (session 9).
+# "i'm human too", "prove i'm not a robot", "我是真人".
 _SHOPPER_IS_HUMAN_RE = re.compile(
     r"\b(?:i'?m|i am|im)\b(?: only| just| also| too| a real| an actual)?(?: an?)?(?: real| actual|"
     r" living)? (?:human(?: being)?|person|customer|people)\b(?! (?:please|pls|now)\b)|"
@@ -208,7 +114,7 @@ _SHOPPER_IS_HUMAN_RE = re.compile(
     r"(?:说|以为|当成?|认为)我是机器人?|验证码"
 )
 # Asking whether one has to contact someone, not asking to be put through: "do i
-# have to call someone to cancel", "退货需要联系客服吗" (session 9).
+# have to call someone to cancel", "退货需要联系客服吗".
 _WHETHER_NEEDED_RE = re.compile(
     r"\b(?:do|does|would|will) (?:i|we) (?:need|have|got) to (?:contact|call|ring|phone|e-?mail|"
     r"speak (?:to|with)|talk (?:to|with)|message|reach|ask|go through)\b|"
@@ -220,7 +126,7 @@ _WHETHER_NEEDED_RE = re.compile(
 )
 # A person's words or help reported from before, a past wait, or the bot compared with
 # people: "the agent i spoke to yesterday promised a refund", "上次人工客服答应给我补发",
-# "机器人比人工方便" (session 9). Gives way to an explicit put-through.
+# "机器人比人工方便". Gives way to an explicit put-through.
 _REPORT_OR_OPINION_RE = re.compile(
     rf"\b{_STAFF}\b[^,.;!?]{{0,30}}?\b(?:told|said|promised|gave|sent|emailed|approved|"
     r"confirmed|offered|mentioned|agreed|sorted|fixed|helped|was|were|already)\b|"
@@ -243,7 +149,7 @@ _REPORT_OR_OPINION_RE = re.compile(
     r"比(?:等)?(?:人工|真人|客服)|(?:机器人|bot)[^,.;!?，。；！？]{0,8}?(?:挺好|也行|方便|不错|就行|挺快)"
 )
 # A past contact with a wait or an outcome, even through a put-through verb ("上次转人工等了
-# 一个小时", "i was transferred last time and waited an hour"): session 10.
+# 一个小时", "i was transferred last time and waited an hour").
 _PAST_CONTACT_RE = re.compile(
     r"(?:上次|上回|之前|以前|昨天|前天|刚才)[^,.;!?，。；！？]{0,10}?(?:找|转|联系|打给|打|等)(?:了|过)?"
     r"[^,.;!?，。；！？]{0,3}(?:人工|客服|真人)[^,.;!?，。；！？]{0,12}(?:了|过)|"
@@ -253,7 +159,7 @@ _PAST_CONTACT_RE = re.compile(
 # Questions about the queue or what happens on the way to a person, not a request for
 # one ("how long is the wait for an agent", "转人工一般要等多久", "what should i have ready
 # before contacting support", "什么情况下会转人工", "does the bot pass hard questions to
-# staff?"): session 10.
+# staff?").
 _PROCESS_RE = re.compile(
     r"\bhow (?:long|many)\b[^,.;!?]{0,40}\b(?:wait|waiting|queue|line|ahead|take)\b|"
     r"\b(?:wait|queue) (?:time|times)\b|\bbefore (?:i |we )?(?:contact|talk|speak|call|reach|chat)"
@@ -272,10 +178,10 @@ _WILL_QUESTION_RE = re.compile(
     r"^(?:那)?(?:你|您)?(?:们)?(?:会|能|可以)[^,.;!?，。；！？]*(?:吗|么|嘛)[?？]?$"
 )
 # A contact person as a field or a role (a form, an account, an order), not someone to
-# talk to: "the checkout asks for a contact person" (session 10).
+# talk to: "the checkout asks for a contact person".
 _ROLE_RE = re.compile(r"\bcontact (?:person|persons|people|name)\b|联系人|对接人")
 # Asking to be called, written or added back ("call me back", "加我微信", "打我电话") is
-# a request even when it names a channel (session 10).
+# a request even when it names a channel.
 _CONTACT_ME_RE = re.compile(
     r"\b(?:call|ring|phone|telephone|e-?mail|text|message|contact) me\b|\bcall ?back\b|"
     r"\bget back to me\b|(?:加|打|联系|回复|打电话给|回电话给|打给)我|给我(?:回|打)(?:个)?电话|"
@@ -341,7 +247,6 @@ _ELLIPSIS_RE = re.compile(
 _CLAUSE_RE = re.compile(r"[^,.;!?，。；！？、]+[,.;!?，。；！？、]*")
 
 
-# --- session 11: classes of handoff_v4's read errors (handoff_classes_v4.tsv) ---------
 # Declining a person across the two languages ("no need 转人工", "不用 human 了").
 _ZH_PERSON = r"(?:转人工|人工客服|人工|真人客服|真人|客服|工作人员)"
 _EN_PERSON_WORD = (
@@ -402,11 +307,6 @@ _DESCRIBES_RE = re.compile(
     r"(?:适合|送给|送)[^,.;!?，。；！？]{0,12}的人|(?:能|可以)?(?:睡|坐|住|容纳|装)(?:下)?几个人|"
     r"(?:扫地|擦窗|陪伴|早教|玩具|炒菜)机器人"
 )
-# Words for a person the cue lacked (session 11): an advisor or an expert, 上级 (one's
-# superior), 转接/接线 (to put through).
-_CUE_11_RE = re.compile(
-    r"\b(?:advis[oe]rs?|consultants?|experts?|hoo?mans?|hum+ans?)\b|上级|转接|接线|人呢"
-)
 # Asking for an earlier or named agent again ("can i talk to sarah again", "让昨天那个客服
 # 小哥来处理", "跟上次那个客服再聊聊"): a request, though it reports a past contact.
 _AGAIN_RE = re.compile(
@@ -417,99 +317,6 @@ _AGAIN_RE = re.compile(
     r"(?:让|请|叫|找|跟|和)[^,.;!?，。；！？]{0,14}(?:那个|那位)[^,.;!?，。；！？]{0,6}(?:客服|小哥|"
     r"小姐姐|同事|人)[^,.;!?，。；！？]{0,6}?(?:来|再|继续|接着)?(?:处理|跟进|聊|谈|说)"
 )
-# Misspelt words for a person or for speaking, one edit away (two in the long ones):
-# "sombody", "spaek", "servise", "persn" (session 11; the cue only lets the scorer look).
-_FUZZY_CUE_WORDS = (
-    "human",
-    "person",
-    "agent",
-    "someone",
-    "somebody",
-    "anyone",
-    "anybody",
-    "representative",
-    "service",
-    "support",
-    "operator",
-    "manager",
-    "supervisor",
-    "speak",
-    "talk",
-    "staff",
-    "customer",
-)
-# Real words one edit from those: no misspelling ("stuff" was the seed data's one hit).
-_FUZZY_NOT = frozenset(
-    [
-        "stuff",
-        "stiff",
-        "tall",
-        "task",
-        "tale",
-        "tail",
-        "take",
-        "sneak",
-        "steak",
-        "speck",
-        "manage",
-        "managed",
-        "manages",
-        "custom",
-        "customs",
-        "operate",
-        "operated",
-        "operates",
-        "supervise",
-        "supervised",
-        "representation",
-        "humid",
-    ]
-)
-_WORD_RE = re.compile(r"[a-z]{4,}")
-
-# Words with 人工/真人/机器 that name no person (the handoff rule's exceptions too).
-_NOT_A_PERSON_RE = re.compile(
-    r"人工(?:智能|费|合成|草|缝|成本|湖|降|制|材|皮|呼吸|授|心|关节|种植|养殖|繁殖|造|审核)|人造|"
-    # A fee or a cost of labour ("人工安装费"), checking by hand ("人工检查"): session 10.
-    r"人工[\u4e00-\u9fff]{0,3}?(?:费|成本)|人工(?:检查|检测|核对|质检|分拣|审批|复核|验货)|"
-    r"真人(?:秀|版|大小|尺寸|模特|发)|机器(?!人)"
-)
-
-
-def handoff_cue(normalised: str, *, upto: int | None = None) -> bool:
-    """Whether the message names a person, a team, support or a bot at all (``upto``: as
-    in ``handoff_veto``; the misspelt forms came in session 11)."""
-    text = _NOT_A_PERSON_RE.sub(" ", normalised)
-    if _CUE_RE.search(text) is not None:
-        return True
-    if upto is not None and upto < 11:
-        return False
-    return _CUE_11_RE.search(text) is not None or any(
-        _near(word, target)
-        for word in _WORD_RE.findall(text)
-        if word not in _FUZZY_NOT
-        for target in _FUZZY_CUE_WORDS
-    )
-
-
-def _near(word: str, target: str) -> bool:
-    """Within one edit (an insertion, deletion, substitution or swap of neighbours) of
-    ``target``, or two for a target of 7 letters or more; the same word is no match
-    (the cue regex had it)."""
-    limit = 2 if len(target) >= 7 else 1
-    if word == target or abs(len(word) - len(target)) > limit or word[0] != target[0]:
-        return False
-    previous2: list[int] = []
-    previous = list(range(len(target) + 1))
-    for i, a in enumerate(word, 1):
-        row = [i]
-        for j, b in enumerate(target, 1):
-            cost = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (a != b))
-            if i > 1 and j > 1 and a == target[j - 2] and word[i - 2] == b:
-                cost = min(cost, previous2[j - 2] + 1)
-            row.append(cost)
-        previous2, previous = previous, row
-    return previous[-1] <= limit
 
 
 def _negated(clause: str) -> bool:
@@ -523,10 +330,10 @@ def _negated(clause: str) -> bool:
     return bool(_NO_PERSON_NEEDED_RE.search(clause) or _ZH_NEGATION_RE.search(clause))
 
 
-# The session each veto came in (the git history of this file): the honest
-# cross-validation (eval/handoff_cv.py) measures a set only with the vetoes that existed
+# The round of revision each veto came in (from the git history): the honest
+# cross-validation (bench/handoff_cv.py) measures a set only with the vetoes that existed
 # when it was first run blind, since a later one was written with its errors in view.
-# Extensions of a veto in later sessions are not told apart (docs/routing.md).
+# Later extensions of a veto are not told apart (docs/routing.md).
 VETO_SESSIONS = {
     "declines": 7,
     "asks_what_the_bot_is": 7,
@@ -555,7 +362,7 @@ def _allowed(check: str, upto: int | None) -> bool:
 
 def handoff_veto(clause: str, *, upto: int | None = None) -> str | None:
     """Why this clause (normalised) is no request for a person, or None. ``upto``: only
-    the vetoes of that session and before (the cross-validation; None: all)."""
+    the vetoes of that round and before (the cross-validation; None: all)."""
 
     def on(check: str, pattern: re.Pattern[str]) -> bool:
         return _allowed(check, upto) and pattern.search(clause) is not None
@@ -633,313 +440,3 @@ def handoff_remainder(normalised: str, *, upto: int | None = None) -> tuple[str,
         else:
             reasons.append(reason)
     return " ".join(c for c in kept if c), reasons
-
-
-# --- the scorer -----------------------------------------------------------------------
-
-
-def _features_text(normalised: str) -> str:
-    return _DIGITS_RE.sub("0", normalised)
-
-
-@dataclass(frozen=True)
-class HandoffScorer:
-    vectorizer: FeatureUnion
-    weights: np.ndarray  # TF-IDF columns, then embedding_dim embedding columns
-    bias: float
-    embedding_dim: int  # 0: TF-IDF only (embeddings off)
-    threshold: float
-    gate: float  # the score a rule match needs to count
-    examples: int
-    train_seconds: float
-
-    @cached_property
-    def _lookup(self) -> TfidfLookup:
-        return tfidf_lookup(self.vectorizer)
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_lookup", None)  # rebuilt after loading; analyzers don't pickle
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
-    def score(self, *, normalised: str, embedding: np.ndarray | None) -> float:
-        """P(a request for a person) for a normalised text and, when the scorer uses
-        them, its sentence embedding."""
-        total = self.bias + float(tfidf_dot(self._lookup, _features_text(normalised), self.weights))
-        if self.embedding_dim and embedding is not None:
-            total += float((_EMBEDDING_WEIGHT * embedding) @ self.weights[-self.embedding_dim :])
-        return 1.0 / (1.0 + math.exp(-total))
-
-
-def _vectorizer() -> FeatureUnion:
-    common: dict[str, Any] = {"sublinear_tf": True, "lowercase": False, "dtype": np.float64}
-    return FeatureUnion(
-        [
-            ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), **common)),
-            (
-                "words",
-                TfidfVectorizer(
-                    analyzer="word", ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b", **common
-                ),
-            ),
-        ]
-    )
-
-
-def handoff_examples_load(path: Path = EXAMPLES_FILE) -> list[tuple[str, bool]]:
-    """(text, is a request for a person) from a file in handoff.tsv's format."""
-    from routing.eval.data import HANDOFF, handoff_load
-
-    return [(item.text, item.intent == HANDOFF) for item in handoff_load(path)]
-
-
-def training_samples(*, read_sets: bool = True) -> list[tuple[str, bool]]:
-    """The examples file, every evaluation set whose errors have been read
-    (``read_sets``: eval/data.py's HANDOFF_READ_SETS, 1,557 labelled lines; session 10:
-    grouped cross-validation says they generalise, docs/routing.md), plus every seed
-    intent example that names a person, a team or a bot (the scorer only sees such
-    messages; none of them asks for one), except complex_question's: its complaints
-    (L3) sit close to requests ("i want this escalated"); the manager requests among
-    them were moved to the examples file as requests in session 9."""
-    from routing.eval.data import HANDOFF_READ_SETS
-    from routing.seed import seed_utterances
-    from routing.types import COMPLEX_QUESTION
-
-    samples = handoff_examples_load()
-    if read_sets:
-        for path in HANDOFF_READ_SETS:
-            samples += handoff_examples_load(path)
-    samples = list({text_normalise(t): (t, label) for t, label in samples}.values())
-    seen = {text_normalise(t) for t, _ in samples}
-    for text, _, intent in seed_utterances():
-        normalised = text_normalise(text)
-        if intent != COMPLEX_QUESTION and normalised not in seen and handoff_cue(normalised):
-            seen.add(normalised)
-            samples.append((text, False))
-    return samples
-
-
-class Embedder(Protocol):
-    def __call__(self, texts: list[str]) -> np.ndarray: ...
-
-
-def handoff_scorer_train(
-    samples: Sequence[tuple[str, bool]] | None = None,
-    *,
-    embed: Embedder | None = None,
-    threshold: float | None = None,
-) -> HandoffScorer:
-    """Fit the scorer. ``embed``: texts -> sentence embeddings (rows), or None for a
-    TF-IDF-only scorer."""
-    started = time.perf_counter()
-    samples = list(samples if samples is not None else training_samples())
-    texts = [text_normalise(t) for t, _ in samples]
-    y = np.array([label for _, label in samples], dtype=bool)
-    vectorizer = _vectorizer()
-    x = vectorizer.fit_transform([_features_text(t) for t in texts])
-    embedding_dim = 0
-    if embed is not None:
-        from scipy.sparse import csr_matrix, hstack
-
-        vectors = embed([t for t, _ in samples])
-        embedding_dim = vectors.shape[1]
-        x = hstack([x, csr_matrix(_EMBEDDING_WEIGHT * vectors)]).tocsr()
-    model = LogisticRegression(C=_C, max_iter=5000, class_weight="balanced")
-    model.fit(x, y)
-    if threshold is None:
-        threshold = THRESHOLD if embedding_dim else THRESHOLD_NO_EMBEDDINGS
-    return HandoffScorer(
-        gate=GATE,
-        vectorizer=vectorizer,
-        weights=np.asarray(model.coef_[0], dtype=np.float64),
-        bias=float(model.intercept_[0]),
-        embedding_dim=embedding_dim,
-        threshold=threshold,
-        examples=len(samples),
-        train_seconds=round(time.perf_counter() - started, 3),
-    )
-
-
-_scorer: HandoffScorer | None = None
-_scorer_embeddings: bool | None = None
-_scorer_lock = threading.Lock()
-
-
-def _training_key(samples: Sequence[tuple[str, bool]], embeddings: bool) -> str:
-    """What the trained scorer depends on: its samples, the embedding model (or none),
-    scikit-learn's version and this module's constants."""
-    digest = hashlib.sha256()
-    if embeddings:
-        from knowledge.embedding import model_path
-
-        digest.update(model_path().encode())
-    parts = [
-        sklearn.__version__,
-        repr((_C, _EMBEDDING_WEIGHT, THRESHOLD, THRESHOLD_NO_EMBEDDINGS, GATE)),
-    ]
-    for part in parts + [f"{int(label)}\t{text}" for text, label in samples]:
-        digest.update(part.encode())
-        digest.update(b"\n")
-    return digest.hexdigest()[:24]
-
-
-def _stored_path(key: str) -> Path:
-    return Path(settings.VAR_DIR) / "handoff" / f"scorer-{key}.pickle"
-
-
-def handoff_scorer_get() -> HandoffScorer:
-    """This process's scorer. Trained from files, so every process would train the
-    same one: the first stores it under VAR_DIR and the others load it (0.1 s), since
-    training it with embeddings takes seconds (about 8 s cold on this machine, session
-    11). Called in the start-up preload with the router, off the event loop."""
-    global _scorer, _scorer_embeddings
-    embeddings = bool(settings.TIERDESK_ROUTER_EMBEDDINGS)
-    scorer = _scorer
-    # Called on every routed message (router_snapshot_get): the files it is trained
-    # from don't change while the process runs, so only the setting is compared.
-    if scorer is not None and _scorer_embeddings == embeddings:
-        return scorer
-    with _scorer_lock:
-        if _scorer is None or _scorer_embeddings != embeddings:
-            samples = training_samples()
-            key = _training_key(samples, embeddings)
-            _scorer = _scorer_load(key)
-            if _scorer is None:
-                # Processes that start together (Daphne, the Celery worker, test
-                # workers) train once: the others wait for the first and load its file.
-                with _train_lock(key):
-                    _scorer = _scorer_load(key) or _scorer_store(key, samples, embeddings)
-            _scorer_embeddings = embeddings
-        return _scorer
-
-
-@contextmanager
-def _train_lock(key: str) -> Iterator[None]:
-    """An exclusive lock on VAR_DIR/handoff/scorer-KEY.lock (released when the holder
-    exits, however it exits); without a writable VAR_DIR, no lock."""
-    path = _stored_path(key).with_suffix(".lock")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = path.open("a")
-    except OSError:
-        yield
-        return
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _scorer_load(key: str) -> HandoffScorer | None:
-    try:
-        # Written by this code into this deployment's VAR_DIR, like the models there.
-        loaded = pickle.loads(_stored_path(key).read_bytes())
-    except FileNotFoundError:
-        return None
-    except Exception:  # a truncated or foreign file: train again
-        logger.exception("stored handoff scorer %s unreadable; training", key)
-        return None
-    return loaded if isinstance(loaded, HandoffScorer) else None
-
-
-def _scorer_store(key: str, samples: list[tuple[str, bool]], embeddings: bool) -> HandoffScorer:
-    from routing.classifier import examples_embed
-
-    scorer = handoff_scorer_train(samples, embed=examples_embed if embeddings else None)
-    logger.info("handoff scorer: %d examples in %.2fs", scorer.examples, scorer.train_seconds)
-    path = _stored_path(key)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_bytes(pickle.dumps(scorer))
-        os.replace(partial, path)  # atomic: another process reads all of it or nothing
-    except OSError:
-        logger.exception("could not store the handoff scorer at %s", path)
-    return scorer
-
-
-# --- the decision ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HandoffVerdict:
-    request: bool
-    score: float | None  # the scorer's, when it ran
-    reason: dict[str, Any]
-    tier: str | None = None  # the matching rule's tier, when a rule decided
-
-
-class _Rule(Protocol):
-    @property
-    def name(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def tier(self) -> str: ...
-
-    def evaluate(self, *, text: str, tokens: int, language: str) -> dict[str, Any] | None: ...
-
-
-def handoff_decide(
-    *,
-    normalised: str,
-    language: str,
-    rules: Sequence[_Rule],
-    scorer: HandoffScorer | None,
-    embedding_of: Callable[[str], np.ndarray | None],
-    upto: int | None = None,
-) -> HandoffVerdict:
-    """Whether ``normalised`` asks for a person: the handoff rules and the scorer on what
-    is left after the vetoed clauses. The router asks at the handoff rules' priority, so
-    a request inside a complaint is decided before the complaint rules (angry-complaint,
-    two-requests) take it (session 10). A rule match counts when the scorer gives it at
-    least ``scorer.gate``; the scorer alone at ``scorer.threshold`` (both chosen by
-    grouped cross-validation, docs/routing.md). ``embedding_of(text)``: that text's
-    sentence embedding; ``upto``: only the vetoes of that session and before (the
-    cross-validation)."""
-    from routing.text import text_tokens
-
-    remainder, vetoed = _remainder(normalised, upto=upto)
-    if not remainder:
-        return HandoffVerdict(False, None, vetoed)
-    tokens = len(text_tokens(remainder))
-    matched: tuple[_Rule, dict[str, Any]] | None = None
-    for rule in rules:
-        evidence = rule.evaluate(text=remainder, tokens=tokens, language=language)
-        if evidence is not None:
-            matched = (
-                rule,
-                {"kind": "rule", "rule": rule.name, "rule_kind": rule.kind, **evidence},
-            )
-            break
-    # With no gate a rule match needs no score (nor the embedding it would cost).
-    if matched is not None and (scorer is None or scorer.gate <= 0):
-        return HandoffVerdict(True, None, {**matched[1], **vetoed}, matched[0].tier)
-    if scorer is None:
-        return HandoffVerdict(False, None, vetoed)
-    embedding = embedding_of(remainder) if scorer.embedding_dim else None
-    score = scorer.score(normalised=remainder, embedding=embedding)
-    if matched is not None:
-        if score >= scorer.gate:
-            reason = {**matched[1], "score": round(score, 4), **vetoed}
-            return HandoffVerdict(True, score, reason, matched[0].tier)
-        # The rule's words without the scorer's backing.
-        vetoed = {**vetoed, "gated": matched[0].name}
-    reason = {"kind": "handoff_scorer", "score": round(score, 4), "threshold": scorer.threshold}
-    return HandoffVerdict(score >= scorer.threshold, score, {**reason, **vetoed})
-
-
-def _remainder(normalised: str, *, upto: int | None = None) -> tuple[str, dict[str, Any]]:
-    """The text left to decide on ("" when nothing names a person), and the vetoes as
-    a reason (the router's shape: a rule's reason stays the rule's)."""
-    if not handoff_cue(normalised, upto=upto):
-        return "", {}
-    remainder, vetoes = handoff_remainder(normalised, upto=upto)
-    if not handoff_cue(remainder, upto=upto):
-        remainder = ""
-    return remainder, ({"vetoed": vetoes} if vetoes else {})

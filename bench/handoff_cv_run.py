@@ -1,4 +1,4 @@
-"""Leave-one-set-out cross-validation of the handoff recogniser (routing/eval/handoff_cv.py)."""
+"""Leave-one-set-out cross-validation of the handoff recogniser (bench/handoff_cv.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from routing.eval.data import HANDOFF_READ_SETS, HANDOFF_SET_INFO, handoff_load
-from routing.eval.handoff_cv import (
+from bench.handoff_cv import (
     Parts,
     decide,
     figures,
@@ -22,8 +21,10 @@ from routing.eval.handoff_cv import (
     parts_of,
     written_sessions,
 )
-from routing.handoff import handoff_scorer_train, training_samples
+from bench.router_sets import HANDOFF_SET_INFO
+from routing.handoff_scorer import handoff_scorer_train, training_samples
 from routing.router import router_snapshot_get
+from routing.training_data import HANDOFF_READ_SETS, handoff_load
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 GATES = (0.0, 0.05, 0.1, 0.2, 0.5)
@@ -60,7 +61,8 @@ class Command(BaseCommand):
         snapshot = replace(live, classifier=None)
         embed = None
         if settings.TIERDESK_ROUTER_EMBEDDINGS:
-            from routing.classifier import examples_embed, message_embedding
+            from routing.classifier import message_embedding
+            from routing.example_embeddings import examples_embed
 
             embed = examples_embed
 
