@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from inference import compress
-from inference.compress import prompt_compress, protected_spans
+from inference.compress import prompt_compress
+from inference.fact_spans import protected_spans
 from inference.prompts import (
     L1_COMPRESSED_MAX_CHARS,
     _question_from_example,

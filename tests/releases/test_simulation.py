@@ -127,7 +127,7 @@ class Traffic:
 
 
 def expected_weights(timeline: list[tuple[int, int, str]]) -> list[int]:
-    """The weight after each beat by the schedule's rule (releases.services), given
+    """The weight after each beat by the schedule's rule (releases.decisions), given
     the beats' outcomes: +5% at a pass or insufficient beat once 2 h have gone by since
     the last step (the start counts as one), up to 20%; a breach holds; promotion
     serves everyone, and comes only after 2 h at the ceiling."""
