@@ -124,8 +124,8 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def _first_word_safe(run: str) -> bool:
-    """The reply's first word may go out before the token after it (issue #16: holding
-    it cost one decoding step of the first chunk, ~20 ms), when it is letters only and
+    """The reply's first word may go out before the token after it (holding it costs
+    one decoding step of the first chunk, ~20 ms), when it is letters only and
     begins no carrier's name. What grows from such a word is checked on its own: digits
     glued to it ("Your" + "123") are checked as "123", a stricter check than the glued
     token would get unless "123" is itself a fact; a carrier is checked whole, since no

@@ -13,7 +13,7 @@ TIERDESK_MAX_MESSAGE_CHARS = env_int("TIERDESK_MAX_MESSAGE_CHARS", 2000)
 # A frame larger than this is refused before it is parsed (bytes, whole JSON frame).
 TIERDESK_MAX_FRAME_BYTES = env_int("TIERDESK_MAX_FRAME_BYTES", 16384)
 TIERDESK_HISTORY_ON_CONNECT = env_int("TIERDESK_HISTORY_ON_CONNECT", 50)
-# Per-chunk pacing in the widget (SPEC: 50 ms, 0 disables it). Sent to the client.
+# Per-chunk pacing in the widget (docs/product.md: 50 ms, 0 disables it). Sent to the client.
 TIERDESK_STREAM_PACING_MS = env_int("TIERDESK_STREAM_PACING_MS", 50)
 # While a model streams a reply, its text so far is written this often, so a server
 # killed mid-reply still shows the shopper what was sent (0 disables).
@@ -77,7 +77,7 @@ TIERDESK_VERIFY_LOCK_S = env_int("TIERDESK_VERIFY_LOCK_S", 900)
 TIERDESK_VERIFY_CODES_PER_HOUR = env_int("TIERDESK_VERIFY_CODES_PER_HOUR", 5)
 TIERDESK_VERIFY_PROOF_TTL_S = env_int("TIERDESK_VERIFY_PROOF_TTL_S", 1800)
 
-# --- behavioural bot check (issue #7, docs/botcheck.md) -------------------------------------
+# --- behavioural bot check (docs/botcheck.md) ----------------------------------------------
 # off: no check. monitor: score and store, refuse nothing. challenge: ask suspicious
 # messages for a light challenge (a click on a button) and refuse clients without a
 # fingerprint. enforce: also refuse what scores as a bot. Test runs default to off

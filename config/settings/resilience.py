@@ -35,10 +35,10 @@ TIERDESK_BREAKER_ERROR_LIMIT = env_int("TIERDESK_BREAKER_ERROR_LIMIT", 5)
 TIERDESK_BREAKER_ERROR_WINDOW_S = env_float("TIERDESK_BREAKER_ERROR_WINDOW_S", 30.0)
 TIERDESK_BREAKER_OPEN_S = env_float("TIERDESK_BREAKER_OPEN_S", 30.0)
 TIERDESK_BREAKER_TRIAL_TIMEOUT_S = env_float("TIERDESK_BREAKER_TRIAL_TIMEOUT_S", 30.0)
-# Per-session token circuit breaker (SPEC: 5,000 tokens per 10 minutes, all tiers).
+# Per-session token circuit breaker (docs/product.md: 5,000 tokens per 10 minutes, all tiers).
 TIERDESK_SESSION_TOKEN_BUDGET = env_int("TIERDESK_SESSION_TOKEN_BUDGET", 5000)
 TIERDESK_SESSION_TOKEN_WINDOW_S = env_int("TIERDESK_SESSION_TOKEN_WINDOW_S", 600)
-# Rate limits (SPEC): global token bucket, dynamic window, per session and per IP
+# Rate limits (docs/product.md): global token bucket, dynamic window, per session and per IP
 # (``limits`` notation), and the model queue's weights.
 TIERDESK_RATE_LIMITS = env_bool("TIERDESK_RATE_LIMITS", True)
 TIERDESK_RATE_BUCKET_PER_S = env_float("TIERDESK_RATE_BUCKET_PER_S", 120.0)
@@ -74,7 +74,7 @@ TIERDESK_ADMISSION_PROBE_MAX_S = env_float("TIERDESK_ADMISSION_PROBE_MAX_S", 30.
 TIERDESK_FIRST_CHUNK_MARGIN_MS = env_int("TIERDESK_FIRST_CHUNK_MARGIN_MS", 60)
 # An admitted turn is cut off at its budget less this (the degraded text's way out): the
 # prediction's margin above is for its error, and cutting there too degraded turns whose
-# model was about to start (issue #16: at 5 sessions every degraded turn was a deadline).
+# model was about to start (at 5 sessions every degraded turn was a deadline).
 TIERDESK_FIRST_CHUNK_SEND_MS = env_int("TIERDESK_FIRST_CHUNK_SEND_MS", 20)
 # The waiting room (chatbot.consumers, docs/protocol.md "wait"): connections per Daphne
 # process beyond which a new shopper is accepted but waits, told "you are n-th", until
@@ -97,7 +97,7 @@ TIERDESK_RESPONSE_CACHE_TTL_S = env_int("TIERDESK_RESPONSE_CACHE_TTL_S", 86400)
 # answer its entailment guard let through, keyed by the knowledge-base version
 # (chatbot.answerers.l2), so the cache never repeats an unchecked or stale answer.
 TIERDESK_RESPONSE_CACHE_TIERS = env_list("TIERDESK_RESPONSE_CACHE_TIERS", ["L1"])
-# Heat-decay context management (SPEC): x decay per unused turn, dropped below the floor.
+# Heat-decay context management (docs/product.md): x decay per unused turn, dropped below the floor.
 TIERDESK_CONTEXT_DECAY = env_float("TIERDESK_CONTEXT_DECAY", 0.95)
 TIERDESK_CONTEXT_DROP_BELOW = env_float("TIERDESK_CONTEXT_DROP_BELOW", 0.3)
 TIERDESK_CONTEXT_HISTORY_CHARS = env_int("TIERDESK_CONTEXT_HISTORY_CHARS", 2400)

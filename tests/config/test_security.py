@@ -1,4 +1,4 @@
-"""Production hardening (issue #8, "Security"): `check --deploy` is clean with the
+"""Production hardening (docs/security.md): `check --deploy` is clean with the
 production settings, production refuses to start without its secrets, and every
 dependency is pinned to one version.
 

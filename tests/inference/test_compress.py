@@ -1,4 +1,4 @@
-"""spaCy prompt compression (SPEC "Prompt compression (L1)"): facts survive, the key
+"""spaCy prompt compression (docs/product.md, "Prompt compression (L1)"): facts survive, the key
 instruction goes first, L1 questions fit in 80 characters."""
 
 from __future__ import annotations

@@ -221,7 +221,7 @@ def test_strong_evidence_in_a_row_rolls_back_and_no_data_does_not_reset(
     """The fast path: a breach far beyond alpha / the planned evaluations, twice among
     the evaluations where the check had its sample. A beat where the latency sample
     dipped below the minimum while the error check passed neither counts nor resets
-    (issue #19: it used to count as a pass and wipe the breach)."""
+    (counted as a pass, it would wipe the breach)."""
     release = new_candidate(staff["operator"])
     outcomes = _beats(
         monkeypatch,
