@@ -67,15 +67,7 @@ export const rendering = {
     form.append(this._inputLabel, this._input, this._sendBtn);
 
     // CSAT for the whole conversation: shown once there is a reply to rate.
-    this._csat = el("div", { class: "csat", role: "group" });
-    this._csatLabel = el("span", { class: "csat-label" });
-    this._csat.append(this._csatLabel);
-    for (let n = 1; n <= 5; n += 1) {
-      const b = el("button", { type: "button", "data-score": String(n), "aria-pressed": "false" }, String(n));
-      b.addEventListener("click", () => this._rate(null, n));
-      this._csat.append(b);
-    }
-    this._csat.hidden = true;
+    this._buildCsat();
 
     // Human handoff: the queue, the person who answers, their typing (docs/desk.md).
     this._handoffBar = el("div", { class: "handoff", role: "status", part: "handoff" });
@@ -88,6 +80,24 @@ export const rendering = {
     this._label();
     this._renderLog([]);
 
+    this._listen(form);
+  },
+
+  // The conversation's 1-5 rating buttons (docs/protocol.md, "rate").
+  _buildCsat() {
+    this._csat = el("div", { class: "csat", role: "group" });
+    this._csatLabel = el("span", { class: "csat-label" });
+    this._csat.append(this._csatLabel);
+    for (let n = 1; n <= 5; n += 1) {
+      const b = el("button", { type: "button", "data-score": String(n), "aria-pressed": "false" }, String(n));
+      b.addEventListener("click", () => this._rate(null, n));
+      this._csat.append(b);
+    }
+    this._csat.hidden = true;
+  },
+
+  // What the shopper's clicks and keys do; the bot check's key rhythm on the input.
+  _listen(form) {
     this._launcher.addEventListener("click", () => (this.isOpen ? this.close() : this.open()));
     this._closeBtn.addEventListener("click", () => this.close());
     this._panel.addEventListener("keydown", (e) => {
