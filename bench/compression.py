@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         from chatbot.orders.backends import get_order_service
         from chatbot.orders.models import Order
         from inference import compress
-        from inference.guard import guard_check
+        from inference.fact_guard import guard_check
         from inference.prompts import L1_COMPRESSED_MAX_CHARS, facts_line, l1_question
         from inference.registry import get_backend
         from routing.templates import template_get, template_render

@@ -6,7 +6,7 @@ Pure simulation, no database and no server: per-minute traffic for both variants
 (Poisson arrivals with a daily swing, candidate share = the schedule's weight, a tier
 mix, lognormal first-chunk latencies, errors and ratings) goes into the release
 metrics' own histograms (``releases.metrics``); every beat reads sliding
-windows the way ``services.release_evaluate`` does (the minutes ``now - window`` ..
+windows the way ``decisions.release_evaluate`` does (the minutes ``now - window`` ..
 ``now``, never before the start) and runs the production ``guardrails.evaluate``.
 
 One trace of checks per seeded run (status, p-value and margin, so a rule can apply a

@@ -28,7 +28,7 @@ application = ProtocolTypeRouter(
                 [
                     # Shoppers have no Django session or user: their handshake never waits
                     # for AuthMiddleware's user lookup, which runs on Channels' one
-                    # thread-sensitive thread, shared by the whole process (issue #16).
+                    # thread-sensitive thread, shared by the whole process.
                     *wsroutes.websocket_urlpatterns,
                     *[
                         path(str(route.pattern), AuthMiddlewareStack(route.callback))

@@ -16,7 +16,7 @@ pooled with lighter loads' when a load has fewer). The last term is kept per loa
 (requests in flight when the turn was admitted: 0, 1, 2-3, 4-7, 8-15, 16+): continuous
 batching makes a first token slower the more replies decode beside it, and one average
 over every load predicted an idle server from its busy minutes, degrading turns it
-would have served in time (issue #16: model-phrased share 0.43 at 5 sessions). A load
+would have served in time (model-phrased share 0.43 at 5 sessions). A load
 with no measurement yet uses the nearest lighter one. Over the budget less
 ``TIERDESK_FIRST_CHUNK_MARGIN_MS`` (the prediction's error): the turn degrades at once
 (``chatbot.turn``: the tier's text that needs no model). A turn that is admitted still
@@ -35,7 +35,7 @@ model wrote nothing in the last ``TIERDESK_ADMISSION_PROBE_MAX_S`` backs off. A 
 the model can't win still takes the model's cores until its cut-off (and a model
 server goes on with a prompt it is reading after the request is closed): at one trial
 per 2 s, the L2 and L3 trials at 5-25 sessions took the cores the L1 replies beside them
-needed (issue #16).
+needed.
 
 Counters (per process, for Prometheus and the operator console): turns that planned a
 model and how many of them degraded, per tier and reason.
@@ -104,7 +104,7 @@ class Ticket:
             out["loop_lag_ms"] = round(self.loop_lag_ms, 1)
         if self.elapsed_ms is not None:
             # How much of the budget was gone before the model was asked (receiving,
-            # storing, planning): tells a slow plan from a slow model (issue #16).
+            # storing, planning): tells a slow plan from a slow model.
             out["admitted_ms"] = round(self.elapsed_ms, 1)
         out.update({k: v for k, v in detail.items() if v is not None})
         return out
@@ -305,7 +305,7 @@ def server_slots(role: str) -> SlotStatus | None:
 
 # How old a probed answer may be before a turn starts the next probe. Each probe is two
 # HTTP GETs on this process's event loop; at 0.1 s (the capacity cache's default) they
-# took 15% of Daphne's loop at 200 sessions (py-spy, issue #16), and the turns' own
+# take 15% of Daphne's loop at 200 sessions (py-spy), and the turns' own
 # gates count this process's requests exactly anyway.
 SLOTS_PROBE_EVERY_S = 0.5
 

@@ -21,8 +21,8 @@ class InferenceConfig(AppConfig):
 # Optional modules that libraries on our hot paths try to import on every call: httpcore
 # (every model request and capacity probe, on the event loop) imports ``sniffio``, thinc
 # (every spaCy call in prompt compression) its extra CPU backends. Not installed, each
-# try searched every sys.path entry again: 6% of Daphne's event-loop time at 200
-# sessions (py-spy, issue #16).
+# try searches every sys.path entry again: 6% of Daphne's event-loop time at 200
+# sessions (py-spy).
 OPTIONAL_MODULES = ("sniffio", "thinc_apple_ops", "thinc_bigendian_ops")
 
 

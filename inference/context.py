@@ -1,4 +1,4 @@
-"""Heat-decay context management for history turns and retrieved passages (SPEC).
+"""Heat-decay context management for history turns and retrieved passages (docs/product.md).
 
 Every item that may go into a prompt (a history turn, a retrieved passage) carries a
 heat value. After each turn, an item that was used gets +1; an item that went unused

@@ -1,5 +1,5 @@
 """Prompt-injection defence on the way out: the system prompt and its canary never
-reach the shopper (SPEC, injection defence; docs/resilience.md).
+reach the shopper (docs/product.md, injection defence; docs/resilience.md).
 
 The system prompt of every chat tier ends with an internal note that carries a canary
 (a secret token derived from the server's secret key). ``LeakGuard`` watches a reply

@@ -3,7 +3,7 @@
 Admission control cuts an admitted turn off at its deadline with a timer on the event
 loop (``chatbot.turn``), and the degraded text then goes out on the same loop. Under
 load the loop runs a timer late: other connections' frames, and the turn-planning
-threads holding the GIL, come first. ``make load`` at 200 sessions (issue #16): L1
+threads holding the GIL, come first. ``make load`` at 200 sessions: L1
 turns cut off at 380 ms left the server at up to 430-560 ms, L3 ones at 1.48 s at up
 to 1.56 s, so the tiers' first-chunk p95 went over budgets the cut-offs were meant to
 keep. A fixed margin large enough for the busiest minute would degrade turns on an

@@ -69,7 +69,7 @@ def _load_nicer(backend: LlamaCppBackend, nice: int, *, idle: bool = False) -> N
     loads the model, and its compute threads by the loop thread, so every thread of that
     role runs at the loading thread's priority, and the other roles keep theirs. On
     cores shared by the roles, a fast-model reply (L1, 400 ms budget) then no longer
-    waits behind a fallback-model prompt (issue #16).
+    waits behind a fallback-model prompt.
 
     Five nice steps were not enough: llama.cpp's threads meet at a barrier after every
     operation and spin while they wait, so the fast model runs at the pace of whichever

@@ -123,8 +123,8 @@ def _swap(text: str, swaps: list[tuple[str, str]]) -> str | None:
 def _question_from_example(
     example_line: str, *, example: str, question: str, swaps: list[tuple[str, str]]
 ) -> str | None:
-    """The compressed question line without parsing it (issue #16: compressing each
-    message's line cost ~10-30 ms before the model could start).
+    """The compressed question line without parsing it (compressing each message's
+    line costs ~10-30 ms before the model can start).
 
     The example and the question are the same template with other facts, and
     compression keeps fact values verbatim; so when swapping the example's values for
@@ -138,7 +138,7 @@ def _question_from_example(
     return line if line and len(line) <= L1_COMPRESSED_MAX_CHARS else None
 
 
-# Compression (SPEC "Prompt compression (L1)", issue #5). The uncompressed instruction
+# Compression (docs/product.md, "Prompt compression (L1)"). The uncompressed instruction
 # for one question says, in words, what the shopper must be told: the framing ("reply
 # warmly and tell the customer that") is what compression drops, the template's facts
 # are what it keeps. The few-shot example carries the instruction in its shape.
@@ -146,7 +146,7 @@ L1_ASK = {
     "en": "Please reply to the customer in a warm and friendly tone, and tell them that ",
     "zh": "请用亲切友好的语气回复用户，告诉用户：",
 }
-# SPEC: the compressed per-question part of the L1 prompt is at most this long.
+# docs/product.md: the compressed per-question part of the L1 prompt is at most this long.
 L1_COMPRESSED_MAX_CHARS = 80
 
 

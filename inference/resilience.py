@@ -42,7 +42,7 @@ import dataclasses
 import logging
 import re
 import unicodedata
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -52,7 +52,7 @@ from . import cache
 from .aio import astream, run_blocking
 from .backends.openai import UpstreamError
 from .base import ChatMessage, GenerationChunk, GenerationRequest, InferenceError, ModelBackend
-from .breaker import BreakerState, Permit, breaker_for
+from .breaker import BreakerState, CircuitBreaker, Permit, breaker_for
 from .leak import LeakGuard
 from .prompts import canary_note
 from .registry import get_backend, resolve_role
@@ -155,6 +155,117 @@ def large_is_distinct(role: str = "large") -> bool:
     return resolve_role(role) != resolve_role(settings.TIERDESK_L3_FALLBACK_ROLE)
 
 
+async def _large_refusal(
+    large: ModelBackend,
+    request: GenerationRequest,
+    *,
+    info: StreamInfo,
+    over_budget: bool,
+    remote: bool,
+    breaker: CircuitBreaker,
+) -> tuple[str, Permit]:
+    """Why the large tier must not even be asked ("" when it may be), and the breaker's
+    permit for the request: the session's budget, the prompt's size, the breaker."""
+    reason = ""
+    if over_budget:
+        reason = "session_budget"
+    else:
+        if remote:
+            counted = request_count_tokens(large, request)  # an estimate: pure Python
+        else:
+            counted = await run_blocking(request_count_tokens, large, request)
+        info.prompt_tokens_counted = counted
+        if counted > settings.TIERDESK_L3_MAX_PROMPT_TOKENS:
+            reason = "prompt_too_long"
+    permit = Permit(True, BreakerState.CLOSED)
+    if not reason:
+        permit = await breaker.allow()
+        info.breaker = str(permit.state)
+        if not permit.allowed:
+            reason = "breaker_open"
+    return reason, permit
+
+
+@dataclass
+class _Hedge:
+    """The fallback started speculatively while the large tier has no first token."""
+
+    stream: AsyncGenerator[GenerationChunk, None] | None = None
+    task: asyncio.Future[GenerationChunk] | None = None
+
+    async def drop(self) -> None:
+        await _cancel(self.task)
+        if self.stream is not None:
+            await _aclose(self.stream)
+            self.stream = None
+
+
+async def _large_first(
+    first_task: asyncio.Future[GenerationChunk],
+    hedge: _Hedge,
+    *,
+    fallback: ModelBackend,
+    request: GenerationRequest,
+    breaker: CircuitBreaker,
+    permit: Permit,
+    timeout_ms: int,
+    deadline: float,
+) -> tuple[GenerationChunk | None, str]:
+    """Wait for the large tier's first chunk until ``deadline``, starting the hedge after
+    ``TIERDESK_L3_HEDGE_MS``; return it (None: an empty reply) and why it failed ("")."""
+    loop = asyncio.get_running_loop()
+    hedge_ms = settings.TIERDESK_L3_HEDGE_MS
+    if 0 <= hedge_ms < timeout_ms:
+        done, _ = await asyncio.wait({first_task}, timeout=hedge_ms / 1000)
+        if not done:
+            hedge.stream = _open(fallback, request)
+            hedge.task = asyncio.ensure_future(hedge.stream.__anext__())
+    done, _ = await asyncio.wait({first_task}, timeout=max(0.0, deadline - loop.time()))
+    if not done:
+        await _cancel(first_task)  # closes the connection: the server stops too
+        await breaker.record_failure(permit)
+        return None, "timeout"
+    try:
+        return first_task.result(), ""
+    except StopAsyncIteration:
+        return None, ""
+    except InferenceError as exc:
+        if isinstance(exc, UpstreamError) and exc.counts_for_breaker:
+            await breaker.record_failure(permit)
+        else:
+            await breaker.record_success(permit)  # it answered: it is up
+        logger.warning("large tier failed before its first token: %s", exc)
+        return None, exc.code
+
+
+async def _large_relay(
+    first: GenerationChunk | None,
+    upstream: AsyncGenerator[GenerationChunk, None],
+    *,
+    breaker: CircuitBreaker,
+    permit: Permit,
+    serve_fallback: Callable[..., AsyncGenerator[GenerationChunk, None]],
+) -> AsyncGenerator[GenerationChunk, None]:
+    """Relay the large tier's reply; an error mid-stream restarts it on the fallback."""
+    sent = 0
+    try:
+        if first is not None:
+            sent += 1
+            yield first
+        async for chunk in upstream:
+            sent += 1
+            yield chunk
+    except InferenceError as exc:
+        if isinstance(exc, UpstreamError) and exc.counts_for_breaker:
+            await breaker.record_failure(permit)
+        logger.warning("large tier failed after %d chunks: %s", sent, exc)
+        yield GenerationChunk(text="", extra={RESTART: True})
+        async for chunk in serve_fallback(exc.code, after_chunks=sent):
+            yield chunk
+        return
+    await breaker.record_success(permit)
+
+
 async def large_stream(
     request: GenerationRequest, *, info: StreamInfo, over_budget: bool = False
 ) -> AsyncGenerator[GenerationChunk, None]:
@@ -172,24 +283,10 @@ async def large_stream(
             async for chunk in gen:
                 yield chunk
 
-    reason = ""
-    if over_budget:
-        reason = "session_budget"
-    else:
-        if remote:
-            counted = request_count_tokens(large, request)  # an estimate: pure Python
-        else:
-            counted = await run_blocking(request_count_tokens, large, request)
-        info.prompt_tokens_counted = counted
-        if counted > settings.TIERDESK_L3_MAX_PROMPT_TOKENS:
-            reason = "prompt_too_long"
-    permit = Permit(True, BreakerState.CLOSED)
     breaker = breaker_for("large")
-    if not reason:
-        permit = await breaker.allow()
-        info.breaker = str(permit.state)
-        if not permit.allowed:
-            reason = "breaker_open"
+    reason, permit = await _large_refusal(
+        large, request, info=info, over_budget=over_budget, remote=remote, breaker=breaker
+    )
     if reason:
         async for chunk in serve_fallback(reason):
             yield chunk
@@ -202,71 +299,41 @@ async def large_stream(
         else settings.TIERDESK_L3_LOCAL_FIRST_TOKEN_TIMEOUT_MS
     )
     deadline = loop.time() + timeout_ms / 1000
-    hedge_ms = settings.TIERDESK_L3_HEDGE_MS
     upstream = _open(large, request)
     first_task: asyncio.Future[GenerationChunk] = asyncio.ensure_future(upstream.__anext__())
-    hedge: AsyncGenerator[GenerationChunk, None] | None = None
-    hedge_task: asyncio.Future[GenerationChunk] | None = None
+    hedge = _Hedge()
     try:
-        if 0 <= hedge_ms < timeout_ms:
-            done, _ = await asyncio.wait({first_task}, timeout=hedge_ms / 1000)
-            if not done:
-                hedge = _open(fallback, request)
-                hedge_task = asyncio.ensure_future(hedge.__anext__())
-        done, _ = await asyncio.wait({first_task}, timeout=max(0.0, deadline - loop.time()))
-        first: GenerationChunk | None = None
-        if not done:
-            await _cancel(first_task)  # closes the connection: the server stops too
-            await breaker.record_failure(permit)
-            reason = "timeout"
-        else:
-            try:
-                first = first_task.result()
-            except StopAsyncIteration:
-                first = None
-            except InferenceError as exc:
-                reason = exc.code
-                if isinstance(exc, UpstreamError) and exc.counts_for_breaker:
-                    await breaker.record_failure(permit)
-                else:
-                    await breaker.record_success(permit)  # it answered: it is up
-                logger.warning("large tier failed before its first token: %s", exc)
-
+        first, reason = await _large_first(
+            first_task,
+            hedge,
+            fallback=fallback,
+            request=request,
+            breaker=breaker,
+            permit=permit,
+            timeout_ms=timeout_ms,
+            deadline=deadline,
+        )
         if not reason:
             # The large tier answered in time: drop the hedge, relay it.
-            await _cancel(hedge_task)
-            if hedge is not None:
-                await _aclose(hedge)
-                hedge = None
-            sent = 0
-            try:
-                if first is not None:
-                    sent += 1
-                    yield first
-                async for chunk in upstream:
-                    sent += 1
+            await hedge.drop()
+            relay = _large_relay(
+                first, upstream, breaker=breaker, permit=permit, serve_fallback=serve_fallback
+            )
+            async with contextlib.aclosing(relay) as gen:
+                async for chunk in gen:
                     yield chunk
-            except InferenceError as exc:
-                if isinstance(exc, UpstreamError) and exc.counts_for_breaker:
-                    await breaker.record_failure(permit)
-                logger.warning("large tier failed after %d chunks: %s", sent, exc)
-                yield GenerationChunk(text="", extra={RESTART: True})
-                async for chunk in serve_fallback(exc.code, after_chunks=sent):
-                    yield chunk
-                return
-            await breaker.record_success(permit)
             return
 
         # Fallback, in the same stream. The hedge has usually prefilled already.
         info.fallback = {"reason": reason}
         info.model = fallback.model_id
-        if hedge is not None and hedge_task is not None:
+        if hedge.stream is not None and hedge.task is not None:
             try:
-                chunk = await hedge_task
+                chunk = await hedge.task
             except StopAsyncIteration:
                 return
             yield chunk
-            async for chunk in hedge:
+            async for chunk in hedge.stream:
                 yield chunk
             return
         async for chunk in serve_fallback(reason):
@@ -274,9 +341,7 @@ async def large_stream(
     finally:
         await _cancel(first_task)
         await _aclose(upstream)
-        await _cancel(hedge_task)
-        if hedge is not None:
-            await _aclose(hedge)
+        await hedge.drop()
 
 
 async def model_stream(

@@ -1,4 +1,4 @@
-"""Prompt sanitization: drop what a model should never see (SPEC, prompt hygiene).
+"""Prompt sanitization: drop what a model should never see (docs/product.md, prompt hygiene).
 
 Kept: letters and digits of any script (so CJK stays), punctuation, currency and math
 signs, ordinary whitespace. Dropped: control and format characters (including the

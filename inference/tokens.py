@@ -1,4 +1,4 @@
-"""Token pre-count before the large tier (SPEC: count, and degrade over the threshold).
+"""Token pre-count before the large tier (docs/product.md: count, and degrade over the threshold).
 
 The count uses the target model's own tokenizer where there is one (llama.cpp's
 ``/tokenize`` for a local GGUF model) and the remote backend's documented estimate

@@ -1,4 +1,4 @@
-"""Warm-up before ready (SPEC: dummy requests of 10, 50 and 100 tokens, 5 in all).
+"""Warm-up before ready (docs/product.md: dummy requests of 10, 50 and 100 tokens, 5 in all).
 
 The first requests after a load pay for page faults and cold caches; serving a
 shopper with them would blow the first-chunk target. ``/readyz`` answers 503 until

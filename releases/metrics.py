@@ -245,7 +245,7 @@ MinuteKey = tuple[datetime, int | None, str, str]
 
 class ReplyBuffer:
     """Reply counts of this process not yet in their minute rows, flushed every
-    ``TIERDESK_METRICS_FLUSH_S`` by a thread of its own (issue #16).
+    ``TIERDESK_METRICS_FLUSH_S`` by a thread of its own.
 
     Written per reply, the minute row was a locked read-modify-write that every reply of
     the same tier and minute queued for, in every process: at 200 sessions 31% of the

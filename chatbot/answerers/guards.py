@@ -2,7 +2,7 @@
 
 - ``FactGuard`` (L1): every number and carrier in the fast model's phrasing must be
   among the order's facts, and the required facts must all appear; otherwise the
-  template text goes out (``inference.guard.StreamGuard``, streaming).
+  template text goes out (``inference.fact_guard.StreamGuard``, streaming).
 - ``LeakGuard`` (every chat model): the system prompt and its canary never reach the
   shopper; on a leak the reply becomes a refusal (``inference.leak``).
 - ``EntailmentGuard`` (L2, L3 policy): each sentence is shown only once the
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from inference.base import InferenceError
-from inference.guard import GuardVerdict, StreamGuard, guard_check
+from inference.fact_guard import GuardVerdict, StreamGuard, guard_check
 from inference.leak import REFUSAL
 from inference.resilience import LEAK
 
@@ -359,7 +359,7 @@ class GroundedGuard(EntailmentGuard):
 
     - not be model boilerplate ("As an AI language model", "I don't have access");
     - carry only order facts that are in the records: every id, amount, date, tracking
-      number and carrier (the L1 fact guard's rule, ``inference.guard.guard_check``);
+      number and carrier (the L1 fact guard's rule, ``inference.fact_guard.guard_check``);
     - be entailed by the records (``knowledge.entail``: statuses, policy claims,
       negations), unless it is pure courtesy (no content words).
 

@@ -53,7 +53,7 @@ def server_params(config: dict[str, Any], path: Path, *, port: int = 0) -> Any:
     # 90-170 ms to first token).
     params.swa_full = True
     params.cache_prompt = True
-    params.warmup = False  # our own warm-up runs real requests (SPEC)
+    params.warmup = False  # our own warm-up runs real requests (docs/product.md)
     params.verbosity = -1
     # /metrics for the capacity client (inference.capacity); /slots is on by default.
     params.endpoint_metrics = True

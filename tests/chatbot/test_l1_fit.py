@@ -18,7 +18,7 @@ from chatbot.answerers.base import AnswerPlan
 from chatbot.answerers.l1 import L1Answerer, L1Plan, delivery_estimate, fmt_date
 from chatbot.dialogue import Dialogue, TurnContext
 from chatbot.orders.models import Order, ShippingOption
-from inference.guard import guard_check
+from inference.fact_guard import guard_check
 from routing import types as rt
 from tests.shopper import Shopper
 

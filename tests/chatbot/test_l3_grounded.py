@@ -30,7 +30,7 @@ from chatbot.orders.backends import get_order_service
 from chatbot.orders.models import Customer, Order, Product
 from chatbot.orders.types import Address, OrderFacts, OrderItem
 from inference import registry
-from inference.guard import _tokens as fact_tokens
+from inference.fact_guard import fact_tokens
 from knowledge.text import estimate_tokens
 from routing import types as rt
 from routing.templates import template_get, template_render

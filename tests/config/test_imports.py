@@ -1,4 +1,4 @@
-"""No import cycles between the project's modules (issue #13), lazy imports included.
+"""No import cycles between the project's modules, lazy imports included.
 
 The layers themselves are import-linter's contract in ``make lint`` (pyproject.toml).
 This test finds every strongly connected component of the module import graph (grimp,

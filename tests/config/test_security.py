@@ -1,4 +1,4 @@
-"""Production hardening (issue #8, "Security"): `check --deploy` is clean with the
+"""Production hardening (docs/security.md): `check --deploy` is clean with the
 production settings, production refuses to start without its secrets, and every
 dependency is pinned to one version.
 
@@ -62,10 +62,10 @@ def test_production_refuses_to_start_without_its_secrets() -> None:
     assert "production refuses to start without secrets" in result.stderr
     assert "DJANGO_SECRET_KEY" in result.stderr and "TIERDESK_SHOPPER_TOKEN_KEY" in result.stderr
     # The development key printed in the source is refused too.
-    from config.settings import _DEV_SECRET
+    from config.settings.security import DEV_SECRET_KEY
 
     result = manage(
-        "check", DJANGO_SECRET_KEY=_DEV_SECRET, TIERDESK_SHOPPER_TOKEN_KEY=secrets.token_hex(16)
+        "check", DJANGO_SECRET_KEY=DEV_SECRET_KEY, TIERDESK_SHOPPER_TOKEN_KEY=secrets.token_hex(16)
     )
     assert result.returncode != 0 and "DJANGO_SECRET_KEY" in result.stderr
 

@@ -358,8 +358,8 @@ def test_canned_replies_and_approved_answers_for_the_reply_box(seeded_shop: None
 
 
 def test_yes_after_both_offers_keeps_meaning_the_large_tier(seeded_shop: None) -> None:
-    """L2 offers the large tier and a person at once: a bare "yes" goes to L3 as before
-    the handoff existed; a "yes" to a person alone queues."""
+    """L2 offers the large tier and a person at once: a bare "yes" goes to L3, the
+    offer it answers first; a "yes" to a person alone queues."""
     import time as _time
 
     from chatbot.answerers.base import TurnContext

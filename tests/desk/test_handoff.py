@@ -1,6 +1,6 @@
 """Human handoff end to end over the real ASGI app: a shopper asks for a person, an
 agent at the desk claims the conversation, they write both ways, the agent resolves
-and the bot answers again (issue #15). Real PostgreSQL and the Redis channel layer.
+and the bot answers again. Real PostgreSQL and the Redis channel layer.
 
 The bot's own replies use the recording fake models (``fake_models``): what is under
 test is the handoff, not the wording of a model.

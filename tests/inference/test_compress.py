@@ -1,4 +1,4 @@
-"""spaCy prompt compression (SPEC "Prompt compression (L1)"): facts survive, the key
+"""spaCy prompt compression (docs/product.md, "Prompt compression (L1)"): facts survive, the key
 instruction goes first, L1 questions fit in 80 characters."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from inference import compress
-from inference.compress import prompt_compress, protected_spans
+from inference.compress import prompt_compress
+from inference.fact_spans import protected_spans
 from inference.prompts import (
     L1_COMPRESSED_MAX_CHARS,
     _question_from_example,

@@ -1,4 +1,4 @@
-"""The model server (issue #16): the local models in their own process, supervised.
+"""The model server: the local models in their own process, supervised.
 
 A real ``manage.py modelserver --supervise`` serves the fast model (Gemma 3 270M) on
 127.0.0.1; a real Daphne reaches it over HTTP (TIERDESK_MODELS=server). The model

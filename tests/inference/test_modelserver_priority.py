@@ -1,4 +1,4 @@
-"""The model server loads each role from a thread at the role's priority (issue #16).
+"""The model server loads each role from a thread at the role's priority.
 
 Every thread llama.cpp starts for a role inherits the loading thread's nice value and
 scheduling policy, so what the loading thread runs at is what the role runs at. The

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from releases import services
+from releases import decisions, services
 from releases.metrics import reply_record
 from releases.models import Release, ReleaseEvent
 from tests.releases.conftest import FakeClock
@@ -146,7 +146,7 @@ def test_console_shows_status_charts_and_decisions(
         reply_record(
             facts(release_id=release.pk, variant="candidate", tier="L2", first_chunk_ms=600.0)
         )
-    services.release_tick()
+    decisions.release_tick()
     page = client_for(staff["operator"]).get(CONSOLE + "?hours=6")
     html = page.content.decode()
     assert page.status_code == 200

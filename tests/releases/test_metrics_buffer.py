@@ -1,4 +1,4 @@
-"""The per-process reply buffer of the release metrics (issue #16): buffered replies
+"""The per-process reply buffer of the release metrics: buffered replies
 reach the same minute rows as replies written one by one, by the flush thread itself,
 and a row that can't be written doesn't stop the others. Fast: no models, < 2 s."""
 

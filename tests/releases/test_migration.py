@@ -1,6 +1,6 @@
-"""The gray-release models moved from the routing app to their own releases app
-(issue #13). A database filled in the old layout keeps every row, every foreign key
-and every permission granted on these models.
+"""The gray-release models moved from the routing app to their own releases app.
+A database filled in the old layout keeps every row, every foreign key and every
+permission granted on these models.
 
 The test unapplies the move (releases 0001 and what depends on it), fills the tables
 through the old layout's models, applies the move again and reads through today's

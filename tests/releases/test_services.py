@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, transaction
 
-from releases import services
+from releases import decisions, services
 from releases.models import GuardrailDecision, Release, ReleaseEvent
 from releases.services import ReleaseError
 from tests.releases.conftest import FakeClock
@@ -97,9 +97,9 @@ def test_schedule_steps_every_interval_up_to_the_maximum(
     weights = []
     for _ in range(24 * 6):  # a day of beats every 10 minutes
         release_clock.advance(minutes=10)
-        services.release_tick()
+        decisions.release_tick()
         # A duplicate beat in the same minute changes nothing (idempotent).
-        services.release_tick()
+        decisions.release_tick()
         release.refresh_from_db()
         weights.append(release.weight)
     # 10% at start, +5% at 2 h, 4 h and 6 h, then held at the 25% ceiling.
@@ -118,16 +118,16 @@ def test_paused_release_holds_its_weight(staff: dict[str, Any], release_clock: F
     release = new_candidate(staff["operator"])
     services.release_pause(release_id=release.pk, user=staff["operator"], reason="hold")
     release_clock.advance(minutes=600)
-    services.release_tick()
+    decisions.release_tick()
     release.refresh_from_db()
     assert release.weight == 10
     services.release_resume(release_id=release.pk, user=staff["operator"], reason="go")
     release_clock.advance(minutes=119)
-    services.release_tick()
+    decisions.release_tick()
     release.refresh_from_db()
     assert release.weight == 10  # a full interval after resuming, not at once
     release_clock.advance(minutes=1)
-    services.release_tick()
+    decisions.release_tick()
     release.refresh_from_db()
     assert release.weight == 15
 
@@ -209,9 +209,9 @@ def _beats(
     outcomes = []
     for item in statuses:
         regular, later = item if isinstance(item, tuple) else (item, None)
-        monkeypatch.setattr(services, "release_evaluate", _seeing(regular, later))
+        monkeypatch.setattr(decisions, "release_evaluate", _seeing(regular, later))
         release_clock.advance(minutes=1)
-        outcomes.append(services.release_tick())
+        outcomes.append(decisions.release_tick())
     return outcomes
 
 
@@ -221,7 +221,7 @@ def test_strong_evidence_in_a_row_rolls_back_and_no_data_does_not_reset(
     """The fast path: a breach far beyond alpha / the planned evaluations, twice among
     the evaluations where the check had its sample. A beat where the latency sample
     dipped below the minimum while the error check passed neither counts nor resets
-    (issue #19: it used to count as a pass and wipe the breach)."""
+    (counted as a pass, it would wipe the breach)."""
     release = new_candidate(staff["operator"])
     outcomes = _beats(
         monkeypatch,
@@ -326,12 +326,12 @@ def test_a_second_evaluation_in_the_same_minute_counts_once(
     staff: dict[str, Any], release_clock: FakeClock, monkeypatch: Any
 ) -> None:
     new_candidate(staff["operator"])
-    monkeypatch.setattr(services, "release_evaluate", _seeing({"latency:all": S, "errors": P}))
+    monkeypatch.setattr(decisions, "release_evaluate", _seeing({"latency:all": S, "errors": P}))
     release_clock.advance(minutes=1)
-    assert services.release_tick()["outcome"] == "breach"
-    assert services.release_tick()["outcome"] == "breach"  # a duplicate beat
+    assert decisions.release_tick()["outcome"] == "breach"
+    assert decisions.release_tick()["outcome"] == "breach"  # a duplicate beat
     release_clock.advance(minutes=1)
-    assert services.release_tick()["outcome"] == "rollback"
+    assert decisions.release_tick()["outcome"] == "rollback"
 
 
 def test_a_pending_breach_holds_the_promotion(

@@ -127,7 +127,7 @@ class Traffic:
 
 
 def expected_weights(timeline: list[tuple[int, int, str]]) -> list[int]:
-    """The weight after each beat by the schedule's rule (releases.services), given
+    """The weight after each beat by the schedule's rule (releases.decisions), given
     the beats' outcomes: +5% at a pass or insufficient beat once 2 h have gone by since
     the last step (the start counts as one), up to 20%; a breach holds; promotion
     serves everyone, and comes only after 2 h at the ceiling."""
@@ -239,13 +239,13 @@ async def test_latency_regression_is_frozen_and_rolled_back(
     # alpha / the 360 evaluations planned for this release) in 2 evaluations in a row
     # among those where it had its sample. A +300 ms first chunk is strong evidence at
     # the minimum sample (z about 10 against the 4.2 needed), so the guarantee is the one
-    # of issue #19: rolled back at the second evaluation in which the breaching latency
+    # of the rule: rolled back at the second evaluation in which the breaching latency
     # check had its minimum sample, both breaches, or earlier, by confirmation. The
     # candidate's share of 30 sessions a round hovers around the minimum of 20, so beats
-    # without the sample come in between; they neither count nor reset (they used to
-    # count as passes whenever CSAT or errors had data, and a 3x regression ran to 20%).
-    # (Before this rule, two breaches at alpha on overlapping windows were enough; the
-    # strong-evidence path keeps that speed for a regression this large.)
+    # without the sample come in between; they neither count nor reset (counted as
+    # passes whenever CSAT or errors had data, a 3x regression would run to 20%). The
+    # strong-evidence path rolls back a regression this large as fast as two breaches
+    # at alpha on overlapping windows would.
     fired = decision.numbers["rule"]["check"]
     assert fired in breached
     decisions = [

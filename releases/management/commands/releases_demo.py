@@ -35,26 +35,15 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=7)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from django.contrib.auth.models import Group, User
-
-        from releases import clock, services
+        from releases import clock
         from releases.assignment import baseline_ensure
-        from releases.metrics import ReplyFacts, rating_record, reply_record
         from releases.models import Release
-        from releases.permissions import OPERATORS, groups_ensure
 
         if settings.PRODUCTION:
             raise CommandError("releases_demo writes made-up metrics: never in production")
         if Release.objects.filter(status=Release.Status.RUNNING).exists():
             raise CommandError("a candidate is running already")
-        groups_ensure()
-        operator, created = User.objects.get_or_create(
-            username="operator", defaults={"is_staff": True}
-        )
-        if created:
-            operator.set_password("operator")
-            operator.save()
-        operator.groups.add(Group.objects.get(name=OPERATORS))
+        operator = self._operator()
 
         rng = random.Random(options["seed"])
         end = timezone.now().replace(second=0, microsecond=0)
@@ -63,69 +52,104 @@ class Command(BaseCommand):
         clock.install(lambda: moment[0])
         try:
             stable = baseline_ensure()
-            # An earlier candidate whose L1 model was slower: the guardrail rolled it back.
-            rejected = services.release_create(
-                name="fast-q8-trial",
-                description="Gemma 270M Q8 for L1",
-                config={"fast": {"max_tokens": 80, "temperature": 0.3}},
-                user=operator,
-                reason="try the Q8 quantisation",
-            )
-            services.release_start(release_id=rejected.pk, user=operator, reason="trial")
-            services.release_weight_set(
-                release_id=rejected.pk, weight=50, user=operator, reason="night traffic is low"
-            )
-            for _ in range(12):
-                moment[0] += timedelta(minutes=10)
-                self._traffic(
-                    rng,
-                    reply_record,
-                    rating_record,
-                    ReplyFacts,
-                    stable,
-                    rejected,
-                    50,
-                    slow=1.6,
-                    n=120,
-                )
-                services.release_tick()
-                rejected.refresh_from_db()
-                if rejected.status != Release.Status.RUNNING:
-                    break
-            else:
-                services.release_rollback(
-                    release_id=rejected.pk, user=operator, reason="demo: trial over"
-                )
+            self._rejected_trial(rng, moment, stable, operator)
             moment[0] = start
-            candidate = services.release_create(
-                name="templates-v2",
-                description="Reply templates v2 and a lower clarify threshold",
-                config={"prompt_version": "v2", "router": {"clarify_threshold": 0.4}},
-                user=operator,
-                reason="friendlier templates",
-            )
-            services.release_start(release_id=candidate.pk, user=operator, reason="ship v2")
-            beats = 0
-            while moment[0] < end:
-                moment[0] += timedelta(minutes=5)
-                beats += 1
-                candidate.refresh_from_db()
-                self._traffic(
-                    rng,
-                    reply_record,
-                    rating_record,
-                    ReplyFacts,
-                    stable,
-                    candidate,
-                    candidate.weight,
-                    slow=1.0,
-                    n=14,
-                )
-                if beats % 2 == 0:  # a beat every 10 minutes of replayed time
-                    services.release_tick()
+            self._candidate_run(rng, moment, stable, operator, end)
         finally:
             clock.reset()
         self.stdout.write(f"seeded {options['hours']} h of release history; log in as operator")
+
+    @staticmethod
+    def _operator() -> Any:
+        """The demo's operator account (password "operator"), in the operators' group."""
+        from django.contrib.auth.models import Group, User
+
+        from releases.permissions import OPERATORS, groups_ensure
+
+        groups_ensure()
+        operator, created = User.objects.get_or_create(
+            username="operator", defaults={"is_staff": True}
+        )
+        if created:
+            operator.set_password("operator")
+            operator.save()
+        operator.groups.add(Group.objects.get(name=OPERATORS))
+        return operator
+
+    def _rejected_trial(
+        self, rng: random.Random, moment: list[Any], stable: Any, operator: Any
+    ) -> None:
+        """An earlier candidate whose L1 model was slower: the guardrail rolled it back."""
+        from releases import decisions, services
+        from releases.metrics import ReplyFacts, rating_record, reply_record
+        from releases.models import Release
+
+        rejected = services.release_create(
+            name="fast-q8-trial",
+            description="Gemma 270M Q8 for L1",
+            config={"fast": {"max_tokens": 80, "temperature": 0.3}},
+            user=operator,
+            reason="try the Q8 quantisation",
+        )
+        services.release_start(release_id=rejected.pk, user=operator, reason="trial")
+        services.release_weight_set(
+            release_id=rejected.pk, weight=50, user=operator, reason="night traffic is low"
+        )
+        for _ in range(12):
+            moment[0] += timedelta(minutes=10)
+            self._traffic(
+                rng,
+                reply_record,
+                rating_record,
+                ReplyFacts,
+                stable,
+                rejected,
+                50,
+                slow=1.6,
+                n=120,
+            )
+            decisions.release_tick()
+            rejected.refresh_from_db()
+            if rejected.status != Release.Status.RUNNING:
+                break
+        else:
+            services.release_rollback(
+                release_id=rejected.pk, user=operator, reason="demo: trial over"
+            )
+
+    def _candidate_run(
+        self, rng: random.Random, moment: list[Any], stable: Any, operator: Any, end: Any
+    ) -> None:
+        """The candidate running now, stepped up by the schedule until ``end``."""
+        from releases import decisions, services
+        from releases.metrics import ReplyFacts, rating_record, reply_record
+
+        candidate = services.release_create(
+            name="templates-v2",
+            description="Reply templates v2 and a lower clarify threshold",
+            config={"prompt_version": "v2", "router": {"clarify_threshold": 0.4}},
+            user=operator,
+            reason="friendlier templates",
+        )
+        services.release_start(release_id=candidate.pk, user=operator, reason="ship v2")
+        beats = 0
+        while moment[0] < end:
+            moment[0] += timedelta(minutes=5)
+            beats += 1
+            candidate.refresh_from_db()
+            self._traffic(
+                rng,
+                reply_record,
+                rating_record,
+                ReplyFacts,
+                stable,
+                candidate,
+                candidate.weight,
+                slow=1.0,
+                n=14,
+            )
+            if beats % 2 == 0:  # a beat every 10 minutes of replayed time
+                decisions.release_tick()
 
     @staticmethod
     def _traffic(

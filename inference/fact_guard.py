@@ -1,4 +1,4 @@
-"""The number and fact guard for L1 replies (SPEC: "Number and fact guard").
+"""The number and fact guard for L1 replies (docs/product.md, "Number and fact guard").
 
 A 270M model can garble numbers and drop facts. The guard works in both directions:
 - nothing the facts don't say: every id, amount, date, tracking number or carrier
@@ -38,7 +38,8 @@ def _norm(token: str) -> str:
     return token.strip("#$€£¥.,:/-").replace(",", "").lower()
 
 
-def _tokens(text: str) -> set[str]:
+def fact_tokens(text: str) -> set[str]:
+    """The normalised ids, amounts, dates and codes in ``text`` (what the guard compares)."""
     return {_norm(t) for t in _TOKEN.findall(text) if _norm(t)}
 
 
@@ -61,7 +62,7 @@ class StreamGuard:
 
     def __post_init__(self) -> None:
         source = " ".join([*self.facts.values(), self.template_text])
-        self._allowed = _tokens(source)
+        self._allowed = fact_tokens(source)
         # Parts of a composite fact ("2026-11-12" allows "2026", "11", "12").
         for tok in list(self._allowed):
             self._allowed.update(p for p in re.split(r"[.\-/:]", tok) if p)
@@ -123,8 +124,8 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def _first_word_safe(run: str) -> bool:
-    """The reply's first word may go out before the token after it (issue #16: holding
-    it cost one decoding step of the first chunk, ~20 ms), when it is letters only and
+    """The reply's first word may go out before the token after it (holding it costs
+    one decoding step of the first chunk, ~20 ms), when it is letters only and
     begins no carrier's name. What grows from such a word is checked on its own: digits
     glued to it ("Your" + "123") are checked as "123", a stricter check than the glued
     token would get unless "123" is itself a fact; a carrier is checked whole, since no
@@ -141,7 +142,7 @@ def _contains(text: str, value: str) -> bool:
         return True
     # Tolerate "#W2611340" written as "W2611340", or "$47.84" as "47.84".
     norm = _norm(value)
-    return bool(norm) and norm in _tokens(text)
+    return bool(norm) and norm in fact_tokens(text)
 
 
 def guard_check(

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from inference.guard import StreamGuard, guard_check
+from inference.fact_guard import StreamGuard, guard_check
 
 FACTS = {
     "order_id": "#W2611340",
