@@ -34,19 +34,16 @@ from routing.router import route_message
 from routing.templates import template_render
 
 from .answerers import answerer_for
+from .answerers.address_parse import parse_address
 from .answerers.base import AnswerPlan, TurnContext, say, template_text
-from .answerers.l1 import (
-    OFFER_RETURN,
-    OFFER_STATUS,
-    action_perform,
-    address_confirm,
-    cancel_reason_given,
-    exchange_variant_given,
-    find_order_id,
-    order_intent,
-    parse_address,
-    return_items_given,
-)
+from .answerers.flows.address_change import address_confirm
+from .answerers.flows.cancel import cancel_reason_given
+from .answerers.flows.exchange import exchange_variant_given
+from .answerers.flows.perform import action_perform
+from .answerers.flows.returns import return_items_given
+from .answerers.l1 import order_intent
+from .answerers.offers import OFFER_HUMAN, OFFER_RETURN, OFFER_STATUS
+from .answerers.order_format import find_order_id
 from .handoff_dialogue import (
     HANDOFF_INTENT,
     handoff_continue,
@@ -211,7 +208,7 @@ class Dialogue:
                 "order_id": state["last_order_id"],
                 "at": time.time(),
             }
-        if "offer:human" in plan.actions:
+        if OFFER_HUMAN in plan.actions:
             # The bot offered a person (L2 found nothing, a late order, a refusal):
             # a "yes" next turn queues.
             state["pending_handoff"] = {"at": time.time()}

@@ -48,7 +48,8 @@ from .answerers.base import (
     replace_answer,
 )
 from .answerers.l2 import L2Plan
-from .answerers.l3 import OFFER_HUMAN, _handoff_offer_remember
+from .answerers.l3 import handoff_offer_remember
+from .answerers.offers import OFFER_HUMAN
 from .models import Message
 from .threads import in_db_thread, in_plan_thread
 
@@ -240,7 +241,7 @@ async def _degrade(plan: AnswerPlan, reply: Reply, why: dict[str, Any]) -> Async
         # After the text: the offer is still remembered before the ``done`` frame (a
         # "yes" can't come sooner), but the busy text, sent at the cut-off, no longer
         # waits behind a database-pool thread first (under load that pool has a queue).
-        await in_db_thread(_handoff_offer_remember)(reply.conversation_id)
+        await in_db_thread(handoff_offer_remember)(reply.conversation_id)
 
 
 class _Checkpoint:

@@ -35,7 +35,7 @@ from routing import types as rt
 from routing.templates import template_get, template_get_exact, template_render
 
 if TYPE_CHECKING:
-    from .guards import Guard
+    from .reply_guards import Guard
 
 logger = logging.getLogger(__name__)
 
@@ -200,7 +200,7 @@ class Answerer(Protocol):
 
 class GuardedAnswerer:
     """``stream`` for every tier: the plan's text, or its model stream under the
-    tier's guards (``guards``) and the leak guard."""
+    tier's guards (``reply_guards``) and the leak guard."""
 
     tier: str = ""
 
@@ -262,7 +262,7 @@ async def model_answer(
     every chunk through the leak guard and then the tier's guards. A guard that trips
     stops generation and its verdict's replacement is sent; at the end each guard's
     ``finish`` may add a tail or replace the reply."""
-    from .guards import LeakGuard
+    from .reply_guards import LeakGuard
 
     assert plan.generation is not None
     backend = get_backend(plan.role)

@@ -15,7 +15,9 @@ import pytest
 from django.utils import timezone
 
 from chatbot.answerers.base import AnswerPlan
-from chatbot.answerers.l1 import L1Answerer, L1Plan, delivery_estimate, fmt_date
+from chatbot.answerers.flows.delivery import delivery_estimate
+from chatbot.answerers.l1 import L1Answerer, L1Plan
+from chatbot.answerers.order_format import fmt_date
 from chatbot.dialogue import Dialogue, TurnContext
 from chatbot.orders.models import Order, ShippingOption
 from inference.guard import guard_check

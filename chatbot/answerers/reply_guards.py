@@ -2,7 +2,7 @@
 
 - ``FactGuard`` (L1): every number and carrier in the fast model's phrasing must be
   among the order's facts, and the required facts must all appear; otherwise the
-  template text goes out (``inference.guard.StreamGuard``, streaming).
+  template text goes out (``inference.fact_guard.StreamGuard``, streaming).
 - ``LeakGuard`` (every chat model): the system prompt and its canary never reach the
   shopper; on a leak the reply becomes a refusal (``inference.leak``).
 - ``EntailmentGuard`` (L2, L3 policy): each sentence is shown only once the
@@ -352,20 +352,20 @@ BOILERPLATE = re.compile(
 
 class GroundedGuard(EntailmentGuard):
     """L3: the large model's reply against the shop's records it was given (the
-    shopper's orders, catalogue rows, help-article passages: ``grounding.ShopContext``).
+    shopper's orders, catalogue rows, help-article passages: ``l3_records.ShopContext``).
 
     Sentence by sentence, like ``EntailmentGuard`` (held until it ends, then shown or
     dropped, never withdrawn), each sentence must:
 
     - not be model boilerplate ("As an AI language model", "I don't have access");
     - carry only order facts that are in the records: every id, amount, date, tracking
-      number and carrier (the L1 fact guard's rule, ``inference.guard.guard_check``);
+      number and carrier (the L1 fact guard's rule, ``inference.fact_guard.guard_check``);
     - be entailed by the records (``knowledge.entail``: statuses, policy claims,
       negations), unless it is pure courtesy (no content words).
 
     With nothing left, the shopper is told we can't confirm it and offered a person
     (``abstain``, which quotes the help article's sentences on the question only when
-    that article covers it: ``grounding.kb_extract``).
+    that article covers it: ``l3_records.kb_extract``).
 
     When all the model said is a summary of the records ("You are not signed in, so
     your orders are not available."), it answered nothing the shopper asked: the same
