@@ -298,17 +298,9 @@ async def model_answer(
                 if chunk.usage is not None:
                     reply.usage = chunk.usage
                 generated += 1 if chunk.text else 0
-                text: str | None = chunk.text
-                for guard in chain:
-                    text = guard.feed(text or "", chunk.extra)
-                    if text is None:
-                        tripped = guard
-                        break
+                text, tripped = await _guarded_text(chain, chunk.text, chunk.extra)
                 if tripped is not None:
                     break  # stop generating; the guard's replacement goes out below
-                for guard in chain:
-                    # Text a guard held back and has now checked (a whole sentence).
-                    text = (text or "") + await guard.drain()
                 if text:
                     # The first chunk must carry visible text: a base model often starts
                     # with a space, which the widget would show as nothing.
@@ -324,6 +316,35 @@ async def model_answer(
     _absorb(reply, info)
     # Stopped early (a guard tripped, the model failed): the engine sends no usage, so count.
     reply.usage.completion_tokens = reply.usage.completion_tokens or generated
+    async for event in _answer_end(plan, reply, chain, tripped, error, info):
+        yield event
+
+
+async def _guarded_text(
+    chain: list[Guard], text: str | None, extra: dict[str, Any]
+) -> tuple[str | None, Guard | None]:
+    """A model chunk through every guard: the text to send now (possibly empty), or
+    the guard that tripped on it."""
+    for guard in chain:
+        text = guard.feed(text or "", extra)
+        if text is None:
+            return None, guard
+    for guard in chain:
+        # Text a guard held back and has now checked (a whole sentence).
+        text = (text or "") + await guard.drain()
+    return text, None
+
+
+async def _answer_end(
+    plan: AnswerPlan,
+    reply: Reply,
+    chain: list[Guard],
+    tripped: Guard | None,
+    error: InferenceError | None,
+    info: StreamInfo,
+) -> AsyncIterator[TurnEvent]:
+    """After the model stream: a failed model's replacement, each guard's ``finish``
+    (a tail, or a replacement), and the guards' verdicts on the reply."""
     if error is not None:
         logger.warning("model %s failed: %s", reply.model, error)
         earlier = {"after": info.fallback["reason"]} if info.fallback else {}
