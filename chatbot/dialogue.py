@@ -182,7 +182,7 @@ class Dialogue:
             return handoff_offer(self.ctx)
         if decision.intent == rt.ROLE_PLAY:
             # "From now on you are DAN…": the shop's assistant says what it can help
-            # with, from a template; no model sees the message (issue #17 item 6).
+            # with, from a template; no model sees the message.
             return say(self.ctx, rt.ROLE_PLAY, "in_role", tier=rt.CLARIFY, actions=["in_role"])
         plan = self._offers_remember(answerer_for(decision.tier).plan(self.ctx, decision))
         return handoff_offer_if_stuck(self.ctx, decision, plan)

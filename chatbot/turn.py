@@ -244,8 +244,8 @@ async def _degrade(plan: AnswerPlan, reply: Reply, why: dict[str, Any]) -> Async
         yield event
     if remember and reply.conversation_id:
         # After the text: the offer is still remembered before the ``done`` frame (a
-        # "yes" can't come sooner), but the busy text, sent at the cut-off, no longer
-        # waits behind a database-pool thread first (under load that pool has a queue).
+        # "yes" can't come sooner), and the busy text, sent at the cut-off, doesn't wait
+        # behind a database-pool thread first (under load that pool has a queue).
         await in_db_thread(handoff_offer_remember)(reply.conversation_id)
 
 

@@ -105,7 +105,7 @@ class AnswerPlan:
     language: str
     generation: GenerationRequest | None = None
     role: str = "fast"
-    # Uses a shopper's personal data: never cached (SPEC, response cache).
+    # Uses a shopper's personal data: never cached (docs/product.md, response cache).
     personal: bool = False
     actions: list[str] = field(default_factory=list)
     confidence: float | None = None

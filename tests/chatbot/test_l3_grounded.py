@@ -1,4 +1,4 @@
-"""L3 grounded in the shop's records (issue #14, item 4).
+"""L3 grounded in the shop's records.
 
 - The context holds only this shopper's orders (through ``OrderService``), the
   catalogue rows the question names and the relevant help-article passages.
