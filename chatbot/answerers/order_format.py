@@ -34,18 +34,12 @@ STATUS_TEXT = {
         "exchange requested": "已申请换货",
     },
 }
-
-
 PAYMENT_TEXT = {
     "en": {"credit_card": "credit card", "gift_card": "gift card", "paypal": "PayPal account"},
     "zh": {"credit_card": "信用卡", "gift_card": "礼品卡", "paypal": "PayPal账户"},
 }
-
-
 # The word that calls an order late; a fact, so the fact guard requires it.
 LATE_TEXT = {"en": "late", "zh": "延误"}
-
-
 # The carriers' public tracking pages: a late order's reply links to its tracking.
 CARRIER_TRACKING_URLS = {
     "UPS": "https://www.ups.com/track?tracknum={tracking}",
@@ -53,8 +47,6 @@ CARRIER_TRACKING_URLS = {
     "USPS": "https://tools.usps.com/go/TrackConfirmAction?tLabels={tracking}",
     "DHL": "https://www.dhl.com/global-en/home/tracking.html?tracking-id={tracking}",
 }
-
-
 # Statuses whose estimated delivery can pass without the order arriving.
 OPEN_STATUSES = {"pending", "processed"}
 

@@ -23,8 +23,6 @@ _GENERAL_DELIVERY = re.compile(
     r"|(?:配送|送货|快递|发货|邮寄).{0,6}(?:需要|要)?(?:几天|多久|多长时间)",
     re.IGNORECASE,
 )
-
-
 # Words that point at the shopper's own order ("my order", "will it arrive", "我的").
 # "it" in "how long does it take" is no order, so it doesn't count.
 _OWN_ORDER = re.compile(

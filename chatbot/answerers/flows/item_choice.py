@@ -13,8 +13,6 @@ _ALL_ITEMS = re.compile(
     r"|全部|所有|整单|都退|都换|都要|两件都|两个都",
     re.IGNORECASE,
 )
-
-
 _NUMBER_WORDS = {
     "first": 1,
     "second": 2,
@@ -28,8 +26,6 @@ _NUMBER_WORDS = {
     "四": 4,
     "五": 5,
 }
-
-
 _NUMBER = re.compile(
     r"(?<![\d#w])(\d{1,2})(?!\d)|\b(first|second|third|fourth|fifth)\b|第([一二三四五])"
 )

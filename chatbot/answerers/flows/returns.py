@@ -37,8 +37,6 @@ from .exchange import exchange_ask_next
 from .item_choice import items_in_text
 
 RETURN_INTENTS = (rt.RETURN_ITEM, rt.EXCHANGE_ITEM)
-
-
 RETURNABLE = "delivered"
 
 
