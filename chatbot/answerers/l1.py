@@ -47,6 +47,7 @@ from .order_format import (
 from .reply_guards import FactGuard, Guard
 
 logger = logging.getLogger(__name__)
+
 # Facts that must appear in a model-phrased reply when its template uses them ("late":
 # a late order's reply must say so, whatever else the model rewords).
 REQUIRED_KEYS = {"order_id", "status_text", "carrier", "tracking", "eta", "refund", "total", "late"}
