@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         from django.test import override_settings
 
         from chatbot.answerers.base import TurnContext
-        from chatbot.answerers.l1 import order_facts, phrase, shipping_text
+        from chatbot.answerers.l1 import phrase
+        from chatbot.answerers.order_format import order_facts, shipping_text
         from chatbot.orders.backends import get_order_service
         from chatbot.orders.models import Order
         from inference import compress

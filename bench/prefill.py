@@ -1,7 +1,7 @@
 """How soon an L2 or L3 first chunk can come on this machine (issue #16, session 10).
 
 An L2/L3 first chunk is the model's first complete sentence that the guard then
-checks (``chatbot.answerers.guards``: entailment for L2, grounding for L3), so on idle
+checks (``chatbot.answerers.reply_guards``: entailment for L2, grounding for L3), so on idle
 cores it can't come sooner than
 
     prompt evaluation (uncached prompt tokens / prompt-eval tokens/s)
@@ -140,8 +140,8 @@ def as_messages(generation: Any) -> list[dict[str, str]]:
 
 def judge_ms(tier: str, sentence: str, grounding: dict[str, Any]) -> float:
     """The guard's check of the first sentence, timed in this process."""
-    from chatbot.answerers.grounding import SUMMARY_LINES
-    from chatbot.answerers.guards import EntailmentGuard, GroundedGuard
+    from chatbot.answerers.l3_records import SUMMARY_LINES
+    from chatbot.answerers.reply_guards import EntailmentGuard, GroundedGuard
 
     started = time.perf_counter()
     if tier == "L2":

@@ -1,4 +1,4 @@
-"""The per-session token circuit breaker (SPEC: 5,000 tokens per 10 minutes).
+"""The per-session token circuit breaker (docs/product.md: 5,000 tokens per 10 minutes).
 
 A sliding window over the conversation's stored replies: every reply row carries the
 prompt and completion tokens its turn spent, whatever the tier, so the sum over the

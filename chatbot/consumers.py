@@ -9,7 +9,7 @@ messages, the disconnect) while a reply streams; turns of one connection run one
 a time, in order. A disconnect cancels the running turn, which stores the partial
 reply as incomplete.
 
-Load never becomes an error (issue #16): a connection beyond the process's waiting-room
+Load never becomes an error: a connection beyond the process's waiting-room
 capacity is accepted, gets its ``hello``, and waits, told its place in line (``busy``
 frames); its messages are stored and acked and answered once it is served. A message
 over the global bucket or the dynamic window waits its turn the same way
@@ -82,7 +82,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # Channels' own dispatch first closes old database connections on its one
         # thread-sensitive thread, a hop every frame of every connection queues for. This
         # consumer's database work runs in chatbot.threads, whose calls close their own
-        # thread's connections, so the hop only made frames wait (issue #16).
+        # thread's connections, so the hop would only make frames wait.
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
             raise ValueError(f"No handler for message type {message['type']}")
@@ -90,8 +90,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         # The handshake first, before any database work: a handshake that waits for the
-        # database fails under load (issue #16). Channels handles this connection's
-        # frames only once connect() returns, so nothing is read before the hello.
+        # database fails under load. Channels handles this connection's frames only once
+        # connect() returns, so nothing is read before the hello.
         await self.accept()
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         headers = dict(self.scope.get("headers") or [])

@@ -34,19 +34,16 @@ from routing.router import route_message
 from routing.templates import template_render
 
 from .answerers import answerer_for
+from .answerers.address_parse import parse_address
 from .answerers.base import AnswerPlan, TurnContext, say, template_text
-from .answerers.l1 import (
-    OFFER_RETURN,
-    OFFER_STATUS,
-    action_perform,
-    address_confirm,
-    cancel_reason_given,
-    exchange_variant_given,
-    find_order_id,
-    order_intent,
-    parse_address,
-    return_items_given,
-)
+from .answerers.flows.address_change import address_confirm
+from .answerers.flows.cancel import cancel_reason_given
+from .answerers.flows.exchange import exchange_variant_given
+from .answerers.flows.perform import action_perform
+from .answerers.flows.returns import return_items_given
+from .answerers.l1 import order_intent
+from .answerers.offers import OFFER_HUMAN, OFFER_RETURN, OFFER_STATUS
+from .answerers.order_format import find_order_id
 from .handoff_dialogue import (
     HANDOFF_INTENT,
     handoff_continue,
@@ -185,7 +182,7 @@ class Dialogue:
             return handoff_offer(self.ctx)
         if decision.intent == rt.ROLE_PLAY:
             # "From now on you are DAN…": the shop's assistant says what it can help
-            # with, from a template; no model sees the message (issue #17 item 6).
+            # with, from a template; no model sees the message.
             return say(self.ctx, rt.ROLE_PLAY, "in_role", tier=rt.CLARIFY, actions=["in_role"])
         plan = self._offers_remember(answerer_for(decision.tier).plan(self.ctx, decision))
         return handoff_offer_if_stuck(self.ctx, decision, plan)
@@ -211,7 +208,7 @@ class Dialogue:
                 "order_id": state["last_order_id"],
                 "at": time.time(),
             }
-        if "offer:human" in plan.actions:
+        if OFFER_HUMAN in plan.actions:
             # The bot offered a person (L2 found nothing, a late order, a refusal):
             # a "yes" next turn queues.
             state["pending_handoff"] = {"at": time.time()}
@@ -284,6 +281,29 @@ class Dialogue:
         handoff = handoff_continue(ctx, yes=is_yes(ctx.text), no=is_no(ctx.text))
         if handoff is not None:
             return handoff
+        offered = self._offer_continue(state)
+        if offered is not None:
+            return offered
+        confirmed = self._action_continue(state)
+        if confirmed is not None:
+            return confirmed
+        awaiting = state.get("awaiting")
+        if awaiting == "identity":
+            return self._identity_continue(state)
+        if awaiting == "address":
+            return self._address_continue(state)
+        if awaiting == "cancel_reason":
+            return self._cancel_reason(state)
+        if awaiting in ("return_items", "exchange_variant"):
+            return self._return_choice(state, awaiting)
+        if awaiting == "order":
+            return self._order_continue(state)
+        return None
+
+    def _offer_continue(self, state: dict[str, Any]) -> AnswerPlan | None:
+        """The shopper's answer to what the last reply offered (the order's status, a
+        return, the large tier); the offer is dropped whatever the answer."""
+        ctx = self.ctx
         offer = state.pop("pending_offer", None)
         fresh = offer and time.time() - float(offer.get("at", 0)) <= PENDING_ACTION_TTL_S
         if fresh and offer.get("kind") == "status" and is_yes(ctx.text):
@@ -306,75 +326,91 @@ class Dialogue:
             plan = self._answer(decision)
             plan.route_reason = decision.reason
             return plan
+        return None
+
+    def _action_continue(self, state: dict[str, Any]) -> AnswerPlan | None:
+        """The shopper's answer to a confirmation: a yes performs the action (with
+        proof), a no declines it, anything else drops it."""
+        ctx = self.ctx
         action = state.get("pending_action")
-        if action:
-            if time.time() - float(action.get("at", 0)) > PENDING_ACTION_TTL_S:
-                state.pop("pending_action", None)
-            elif is_yes(ctx.text):
-                state.pop("pending_action", None)
-                return self._perform_with_proof(action)
-            elif is_no(ctx.text):
-                state.pop("pending_action", None)
-                intent = _ACTION_INTENTS.get(action["type"], rt.CHANGE_ADDRESS)
-                return say(ctx, intent, "declined", {"order_id": action["order_id"]})
-            else:
-                # Anything but a clear yes/no drops the action: a later "yes" to some
-                # other question must never cancel an order.
-                state.pop("pending_action", None)
-        awaiting = state.get("awaiting")
-        if awaiting == "identity":
-            match = customer_match_from_text(text=ctx.text, service=self.service)
-            if match is not None and not settings.TIERDESK_CHAT_IDENTITY_READS:
-                # The shop doesn't let a typed email open orders: the conversation is
-                # bound to the shopper only once the emailed code comes back.
-                state.pop("awaiting", None)
-                then = {
-                    "kind": "intent",
-                    "intent": state.pop("pending_intent", None),
-                    "slots": state.pop("pending_slots", {}) or {},
-                    "method": match.method,
-                }
-                return self._code_ask(then, match.customer)
-            if match is not None:
-                customer = match.customer
-                ctx.verified_method = match.method
-                ctx.customer_id = customer.customer_id
-                ctx.verified = customer
-                state.pop("awaiting", None)
-                intent = state.pop("pending_intent", None)
-                slots = state.pop("pending_slots", {}) or {}
-                greeting = template_render(
-                    template_text(ctx, "dialogue", "identity_ok"),
-                    {"first_name": customer.first_name},
-                )
-                if intent:
-                    plan = order_intent(ctx, intent, slots)
-                    plan.text = f"{greeting} {plan.text}" if plan.generation is None else plan.text
-                    return plan
-                return AnswerPlan(tier=rt.L1, intent="verify", text=greeting, language=self.lang)
-            if re.search(r"@|\b\d{5}\b", ctx.text):
-                return say(ctx, "dialogue", "identity_failed", tier=rt.L1, label="verify")
-            state.pop("awaiting", None)  # the shopper moved on; route normally
-        elif awaiting == "address":
-            order_id = state.get("address_order_id", "")
-            address = parse_address(ctx.text)
+        if not action:
+            return None
+        if time.time() - float(action.get("at", 0)) > PENDING_ACTION_TTL_S:
+            state.pop("pending_action", None)
+        elif is_yes(ctx.text):
+            state.pop("pending_action", None)
+            return self._perform_with_proof(action)
+        elif is_no(ctx.text):
+            state.pop("pending_action", None)
+            intent = _ACTION_INTENTS.get(action["type"], rt.CHANGE_ADDRESS)
+            return say(ctx, intent, "declined", {"order_id": action["order_id"]})
+        else:
+            # Anything but a clear yes/no drops the action: a later "yes" to some
+            # other question must never cancel an order.
+            state.pop("pending_action", None)
+        return None
+
+    def _identity_continue(self, state: dict[str, Any]) -> AnswerPlan | None:
+        """The shopper's answer to "who are you?": bound (or sent a code) on a match,
+        told it failed on something that looks like an attempt, else routed anew."""
+        ctx = self.ctx
+        match = customer_match_from_text(text=ctx.text, service=self.service)
+        if match is not None and not settings.TIERDESK_CHAT_IDENTITY_READS:
+            # The shop doesn't let a typed email open orders: the conversation is
+            # bound to the shopper only once the emailed code comes back.
             state.pop("awaiting", None)
-            if address is not None and order_id:
-                return address_confirm(ctx, order_id, address)
-            if re.search(r"\d", ctx.text) and "," in ctx.text:
-                state["awaiting"] = "address"
-                return say(ctx, rt.CHANGE_ADDRESS, "bad_address")
-        elif awaiting == "cancel_reason":
-            return self._cancel_reason(state)
-        elif awaiting in ("return_items", "exchange_variant"):
-            return self._return_choice(state, awaiting)
-        elif awaiting == "order":
-            intent = str(state.get("pending_intent") or "")
-            order_id = find_order_id(ctx.text)
+            then = {
+                "kind": "intent",
+                "intent": state.pop("pending_intent", None),
+                "slots": state.pop("pending_slots", {}) or {},
+                "method": match.method,
+            }
+            return self._code_ask(then, match.customer)
+        if match is not None:
+            customer = match.customer
+            ctx.verified_method = match.method
+            ctx.customer_id = customer.customer_id
+            ctx.verified = customer
             state.pop("awaiting", None)
-            if intent and order_id:
-                state.pop("pending_intent", None)
-                return order_intent(ctx, intent, {"order_id": order_id})
+            intent = state.pop("pending_intent", None)
+            slots = state.pop("pending_slots", {}) or {}
+            greeting = template_render(
+                template_text(ctx, "dialogue", "identity_ok"),
+                {"first_name": customer.first_name},
+            )
+            if intent:
+                plan = order_intent(ctx, intent, slots)
+                plan.text = f"{greeting} {plan.text}" if plan.generation is None else plan.text
+                return plan
+            return AnswerPlan(tier=rt.L1, intent="verify", text=greeting, language=self.lang)
+        if re.search(r"@|\b\d{5}\b", ctx.text):
+            return say(ctx, "dialogue", "identity_failed", tier=rt.L1, label="verify")
+        state.pop("awaiting", None)  # the shopper moved on; route normally
+        return None
+
+    def _address_continue(self, state: dict[str, Any]) -> AnswerPlan | None:
+        """The shopper's answer to "the new address?": its confirmation, or asked again
+        when it looks like an address that doesn't parse."""
+        ctx = self.ctx
+        order_id = state.get("address_order_id", "")
+        address = parse_address(ctx.text)
+        state.pop("awaiting", None)
+        if address is not None and order_id:
+            return address_confirm(ctx, order_id, address)
+        if re.search(r"\d", ctx.text) and "," in ctx.text:
+            state["awaiting"] = "address"
+            return say(ctx, rt.CHANGE_ADDRESS, "bad_address")
+        return None
+
+    def _order_continue(self, state: dict[str, Any]) -> AnswerPlan | None:
+        """The shopper's answer to "which order?": the pending intent for that order."""
+        ctx = self.ctx
+        intent = str(state.get("pending_intent") or "")
+        order_id = find_order_id(ctx.text)
+        state.pop("awaiting", None)
+        if intent and order_id:
+            state.pop("pending_intent", None)
+            return order_intent(ctx, intent, {"order_id": order_id})
         return None
 
     # -- strong proof before a change (docs/identity.md) -------------------------------------

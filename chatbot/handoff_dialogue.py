@@ -18,6 +18,7 @@ import time
 from routing import types as rt
 
 from .answerers.base import AnswerPlan, TurnContext, say
+from .answerers.offers import OFFER_HUMAN
 from .handoff import H, handoff_availability
 
 HANDOFF_INTENT = rt.HANDOFF
@@ -61,7 +62,7 @@ def handoff_offer(ctx: TurnContext, key: str = "offer") -> AnswerPlan:
     if not availability.available:
         return _unavailable(ctx, availability.reason)
     ctx.state["pending_handoff"] = {"at": time.time()}
-    return say(ctx, HANDOFF_INTENT, key, actions=["offer:human"])
+    return say(ctx, HANDOFF_INTENT, key, actions=[OFFER_HUMAN])
 
 
 def handoff_continue(ctx: TurnContext, *, yes: bool, no: bool) -> AnswerPlan | None:

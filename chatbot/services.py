@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from knowledge.text import has_cjk, language_detect
-from releases.assignment import release_assign
+from releases.assignment import Assignment, release_assign
 from releases.config import ReleaseConfig
 from releases.metrics import ReplyFacts, reply_record
 from releases.models import STABLE
@@ -123,18 +123,7 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[AnswerPlan, int
     conversation = message.conversation
     # Gray release: the session's sticky variant decides the configuration of this turn.
     assignment = release_assign(session=str(conversation.public_id))
-    ctx = TurnContext(
-        text=message.text,
-        language=message.language or language_detect(message.text),
-        state=dict(conversation.state or {}),
-        customer_id=conversation.customer_id,
-        identity=conversation.identity,
-        history=conversation_recent_turns(
-            conversation_id=conversation_id, before_id=message_id, turns=3
-        ),
-        clarify_threshold=assignment.config.clarify_threshold,
-        prompt_version=assignment.config.prompt_version,
-    )
+    ctx = _turn_context(message, conversation, assignment.config)
     ctx.state[STATUS_KEY] = conversation.handoff
     ctx.state[DISLIKED_KEY] = disliked_question(
         conversation_id=conversation_id, before_id=message_id
@@ -142,49 +131,20 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[AnswerPlan, int
     plan = Dialogue(ctx).plan()
     ctx.state.pop(STATUS_KEY, None)
     ctx.state.pop(DISLIKED_KEY, None)
-    _release_apply(plan, assignment.config)
+    release_apply(plan, assignment.config)
     handoff_frame = _handoff_apply(conversation_id, ctx, plan)
     if handoff_frame is not None:
         # The widget writes its queue line and ticket form in the conversation's
         # language, which may not be the page's (a Chinese shopper on an English shop).
         handoff_frame["language"] = ctx.language
-    conversation.state = ctx.state
-    # The language is the stored messages' (message_store), not this turn's guess.
-    fields = ["state", "updated_at"]
-    if ctx.verified is not None:
-        conversation.customer_id = ctx.verified.customer_id
-        conversation.vip = conversation.vip or ctx.verified.vip
-        conversation.identity = ctx.verified_method or Conversation.Identity.EMAIL
-        fields += ["customer_id", "vip", "identity"]
-    with transaction.atomic():
-        conversation.save(update_fields=fields)
-        Message.objects.filter(pk=message_id).update(
-            tier=plan.tier,
-            intent=plan.intent,
-            confidence=plan.confidence,
-            route_reason=plan.route_reason,
-            language=plan.language,
-        )
-        reply = Message.objects.create(
-            conversation_id=conversation_id,
-            role=Message.Role.BOT,
-            reply_to_id=message_id,
-            status=Message.Status.STREAMING,
-            language=plan.language,
-            tier=plan.tier,
-            intent=plan.intent,
-            confidence=plan.confidence,
-            route_reason=plan.route_reason,
-            variant=assignment.variant,
-            release_id=assignment.release_id,
-        )
+    reply = _turn_rows_write(message, conversation, ctx, plan, assignment)
     if handoff_frame is not None:
         # The shopper's widget shows the queue (or the ticket form); open desks re-read it.
         group_frame_sync(shopper_group(conversation_id), handoff_frame)
         group_frame_sync(desk_group(), {"type": "queue_changed"})
     if plan.generation is not None:
         # Read here, in the planning thread, rather than in a thread hop of its own
-        # between the plan and the model call (issue #16: first-chunk overhead).
+        # between the plan and the model call, which would delay the first chunk.
         plan.session = session_status(conversation_id=conversation_id, vip=conversation.vip)
     # What the release metrics need of the reply row, so that storing the reply doesn't
     # read it back (reply_metrics_record).
@@ -197,6 +157,66 @@ def turn_plan(*, conversation_id: int, message_id: int) -> tuple[AnswerPlan, int
         "route_reason": reply.route_reason,
     }
     return plan, reply.pk
+
+
+def _turn_context(
+    message: Message, conversation: Conversation, config: ReleaseConfig
+) -> TurnContext:
+    """What the dialogue knows of the turn: the message, the conversation's state and
+    shopper, the last turns, and the release's settings for this session."""
+    return TurnContext(
+        text=message.text,
+        language=message.language or language_detect(message.text),
+        state=dict(conversation.state or {}),
+        customer_id=conversation.customer_id,
+        identity=conversation.identity,
+        history=conversation_recent_turns(
+            conversation_id=conversation.pk, before_id=message.pk, turns=3
+        ),
+        clarify_threshold=config.clarify_threshold,
+        prompt_version=config.prompt_version,
+    )
+
+
+def _turn_rows_write(
+    message: Message,
+    conversation: Conversation,
+    ctx: TurnContext,
+    plan: AnswerPlan,
+    assignment: Assignment,
+) -> Message:
+    """Save the conversation's new state (and the shopper it is now bound to), label the
+    message with the route, and create the reply row, streaming, in one transaction."""
+    conversation.state = ctx.state
+    # The language is the stored messages' (message_store), not this turn's guess.
+    fields = ["state", "updated_at"]
+    if ctx.verified is not None:
+        conversation.customer_id = ctx.verified.customer_id
+        conversation.vip = conversation.vip or ctx.verified.vip
+        conversation.identity = ctx.verified_method or Conversation.Identity.EMAIL
+        fields += ["customer_id", "vip", "identity"]
+    with transaction.atomic():
+        conversation.save(update_fields=fields)
+        Message.objects.filter(pk=message.pk).update(
+            tier=plan.tier,
+            intent=plan.intent,
+            confidence=plan.confidence,
+            route_reason=plan.route_reason,
+            language=plan.language,
+        )
+        return Message.objects.create(
+            conversation_id=conversation.pk,
+            role=Message.Role.BOT,
+            reply_to_id=message.pk,
+            status=Message.Status.STREAMING,
+            language=plan.language,
+            tier=plan.tier,
+            intent=plan.intent,
+            confidence=plan.confidence,
+            route_reason=plan.route_reason,
+            variant=assignment.variant,
+            release_id=assignment.release_id,
+        )
 
 
 def _handoff_apply(conversation_id: int, ctx: TurnContext, plan: AnswerPlan) -> dict | None:
@@ -235,7 +255,7 @@ def _signed_in_email(ctx: TurnContext) -> str:
     return customer.email if customer else ""
 
 
-def _release_apply(plan: AnswerPlan, config: ReleaseConfig) -> None:
+def release_apply(plan: AnswerPlan, config: ReleaseConfig) -> None:
     """Point the plan at the release's model role for its tier and, for the fast
     model, at the release's sampling parameters."""
     if plan.generation is None:

@@ -2,8 +2,8 @@
 
 Not ``database_sync_to_async``'s default, Channels' one "thread-sensitive" thread: every
 connection of the process shares that thread, so under load each handshake's and each
-message's database work queued behind every other's (issue #16: 283 failed handshakes
-at 500 sessions, L1 first-chunk p95 991 ms at 200). Nothing here needs one thread:
+message's database work would queue behind every other's (handshakes fail and the
+first chunk waits under load: docs/benchmarks.md). Nothing here needs one thread:
 Django keeps a connection per thread, and each call closes its thread's connection if
 it is broken or past ``CONN_MAX_AGE`` before and after it runs (channels'
 ``DatabaseSyncToAsync``).

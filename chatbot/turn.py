@@ -30,7 +30,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from inference import cache
-from inference.admission import DEADLINE, PREDICTED, Ticket, admission, server_slots
+from inference.admission import DEADLINE, PREDICTED, Admission, Ticket, admission, server_slots
 from inference.base import Usage
 from inference.registry import resolve_role
 from routing import types as rt
@@ -48,7 +48,8 @@ from .answerers.base import (
     replace_answer,
 )
 from .answerers.l2 import L2Plan
-from .answerers.l3 import OFFER_HUMAN, _handoff_offer_remember
+from .answerers.l3 import handoff_offer_remember
+from .answerers.offers import OFFER_HUMAN
 from .models import Message
 from .threads import in_db_thread, in_plan_thread
 
@@ -66,7 +67,7 @@ async def turn_stream(
     )
     reply = Reply(conversation_id=conversation_id, received_at=received_at)
     status = Message.Status.COMPLETE
-    checkpoint = _Checkpoint(reply_id)
+    checkpoint = ReplyCheckpoint(reply_id)
     try:
         async for event in admitted_stream(plan, reply):
             yield event
@@ -125,32 +126,7 @@ async def admitted_stream(plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnE
             yield event
         return
     gate = admission()
-    ticket = gate.admit(
-        tier=plan.tier,
-        role=plan.role,
-        received_at=reply.received_at,
-        server=server_slots(plan.role),
-    )
-    fallback_role = settings.TIERDESK_L3_FALLBACK_ROLE
-    if (
-        not ticket.admitted
-        and plan.tier == rt.L3
-        and resolve_role(plan.role) != resolve_role(fallback_role)
-    ):
-        # L3's model is busy: the fallback model's queue, if it can start in time.
-        second = gate.admit(
-            tier=plan.tier,
-            role=fallback_role,
-            received_at=reply.received_at,
-            count=False,
-            server=server_slots(fallback_role),
-        )
-        if second.admitted:
-            plan.role, ticket = fallback_role, second
-            reply.fallback = {"reason": "busy"}
-    if ticket.elapsed_ms is not None:
-        # Stored with the reply: the part of the budget spent before any model was asked.
-        reply.meta["admitted_ms"] = round(ticket.elapsed_ms, 1)
+    ticket = _ticket_get(gate, plan, reply)
     if not ticket.admitted:
         gate.gave_up(ticket)
         async for event in _degrade(plan, reply, ticket.degraded(PREDICTED)):
@@ -168,10 +144,8 @@ async def admitted_stream(plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnE
                     # Cut off. The model's step is cancelled but its clean-up (closing
                     # the model connection, the slot, the breaker: several awaits, each
                     # a turn of a loop that is busy under load) is waited for only after
-                    # the degraded text is out. With ``wait_for`` it came first, one
-                    # likely way the text reached the shopper after the budget (make
-                    # load, 200 sessions: L1 p95 460 ms and L3 p95 1.60 s against
-                    # cut-offs at 380 ms and 1.48 s).
+                    # the degraded text is out, so the text reaches the shopper within
+                    # the budget (``wait_for`` would wait for the clean-up first).
                     step.cancel()
                     at = time.perf_counter()
                     gate.missed(ticket, at=at)
@@ -200,6 +174,38 @@ async def admitted_stream(plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnE
             await asyncio.gather(step, return_exceptions=True)
         await events.aclose()
     _service_time_record(ticket, reply)
+
+
+def _ticket_get(gate: Admission, plan: AnswerPlan, reply: Reply) -> Ticket:
+    """Admit the turn to its tier's model; L3's turn, when its model is busy, to the
+    fallback model's queue if that can start in time."""
+    ticket = gate.admit(
+        tier=plan.tier,
+        role=plan.role,
+        received_at=reply.received_at,
+        server=server_slots(plan.role),
+    )
+    fallback_role = settings.TIERDESK_L3_FALLBACK_ROLE
+    if (
+        not ticket.admitted
+        and plan.tier == rt.L3
+        and resolve_role(plan.role) != resolve_role(fallback_role)
+    ):
+        # L3's model is busy: the fallback model's queue, if it can start in time.
+        second = gate.admit(
+            tier=plan.tier,
+            role=fallback_role,
+            received_at=reply.received_at,
+            count=False,
+            server=server_slots(fallback_role),
+        )
+        if second.admitted:
+            plan.role, ticket = fallback_role, second
+            reply.fallback = {"reason": "busy"}
+    if ticket.elapsed_ms is not None:
+        # Stored with the reply: the part of the budget spent before any model was asked.
+        reply.meta["admitted_ms"] = round(ticket.elapsed_ms, 1)
+    return ticket
 
 
 def _service_time_record(ticket: Ticket, reply: Reply) -> None:
@@ -238,12 +244,12 @@ async def _degrade(plan: AnswerPlan, reply: Reply, why: dict[str, Any]) -> Async
         yield event
     if remember and reply.conversation_id:
         # After the text: the offer is still remembered before the ``done`` frame (a
-        # "yes" can't come sooner), but the busy text, sent at the cut-off, no longer
-        # waits behind a database-pool thread first (under load that pool has a queue).
-        await in_db_thread(_handoff_offer_remember)(reply.conversation_id)
+        # "yes" can't come sooner), and the busy text, sent at the cut-off, doesn't wait
+        # behind a database-pool thread first (under load that pool has a queue).
+        await in_db_thread(handoff_offer_remember)(reply.conversation_id)
 
 
-class _Checkpoint:
+class ReplyCheckpoint:
     """Writes the partial reply now and then while a model streams it.
 
     A cancelled turn stores its partial reply itself, but a process killed with

@@ -35,7 +35,7 @@ from routing import types as rt
 from routing.templates import template_get, template_get_exact, template_render
 
 if TYPE_CHECKING:
-    from .guards import Guard
+    from .reply_guards import Guard
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class AnswerPlan:
     language: str
     generation: GenerationRequest | None = None
     role: str = "fast"
-    # Uses a shopper's personal data: never cached (SPEC, response cache).
+    # Uses a shopper's personal data: never cached (docs/product.md, response cache).
     personal: bool = False
     actions: list[str] = field(default_factory=list)
     confidence: float | None = None
@@ -200,7 +200,7 @@ class Answerer(Protocol):
 
 class GuardedAnswerer:
     """``stream`` for every tier: the plan's text, or its model stream under the
-    tier's guards (``guards``) and the leak guard."""
+    tier's guards (``reply_guards``) and the leak guard."""
 
     tier: str = ""
 
@@ -262,7 +262,7 @@ async def model_answer(
     every chunk through the leak guard and then the tier's guards. A guard that trips
     stops generation and its verdict's replacement is sent; at the end each guard's
     ``finish`` may add a tail or replace the reply."""
-    from .guards import LeakGuard
+    from .reply_guards import LeakGuard
 
     assert plan.generation is not None
     backend = get_backend(plan.role)
@@ -298,17 +298,9 @@ async def model_answer(
                 if chunk.usage is not None:
                     reply.usage = chunk.usage
                 generated += 1 if chunk.text else 0
-                text: str | None = chunk.text
-                for guard in chain:
-                    text = guard.feed(text or "", chunk.extra)
-                    if text is None:
-                        tripped = guard
-                        break
+                text, tripped = await _guarded_text(chain, chunk.text, chunk.extra)
                 if tripped is not None:
                     break  # stop generating; the guard's replacement goes out below
-                for guard in chain:
-                    # Text a guard held back and has now checked (a whole sentence).
-                    text = (text or "") + await guard.drain()
                 if text:
                     # The first chunk must carry visible text: a base model often starts
                     # with a space, which the widget would show as nothing.
@@ -324,6 +316,35 @@ async def model_answer(
     _absorb(reply, info)
     # Stopped early (a guard tripped, the model failed): the engine sends no usage, so count.
     reply.usage.completion_tokens = reply.usage.completion_tokens or generated
+    async for event in _answer_end(plan, reply, chain, tripped, error, info):
+        yield event
+
+
+async def _guarded_text(
+    chain: list[Guard], text: str | None, extra: dict[str, Any]
+) -> tuple[str | None, Guard | None]:
+    """A model chunk through every guard: the text to send now (possibly empty), or
+    the guard that tripped on it."""
+    for guard in chain:
+        text = guard.feed(text or "", extra)
+        if text is None:
+            return None, guard
+    for guard in chain:
+        # Text a guard held back and has now checked (a whole sentence).
+        text = (text or "") + await guard.drain()
+    return text, None
+
+
+async def _answer_end(
+    plan: AnswerPlan,
+    reply: Reply,
+    chain: list[Guard],
+    tripped: Guard | None,
+    error: InferenceError | None,
+    info: StreamInfo,
+) -> AsyncIterator[TurnEvent]:
+    """After the model stream: a failed model's replacement, each guard's ``finish``
+    (a tail, or a replacement), and the guards' verdicts on the reply."""
     if error is not None:
         logger.warning("model %s failed: %s", reply.model, error)
         earlier = {"after": info.fallback["reason"]} if info.fallback else {}

@@ -5,7 +5,7 @@ sent as it is, with its citation and no model. Otherwise it retrieves and builds
 generation request (``knowledge.answer.answer_plan``); with nothing relevant it says
 it doesn't know and offers the large tier or a person (the dialogue remembers the
 offer). ``stream`` runs the model under the entailment guard
-(``guards.EntailmentGuard``): each sentence is shown only once the cited passages
+(``reply_guards.EntailmentGuard``): each sentence is shown only once the cited passages
 back it. A finished, checked answer is cached under the knowledge-base version, so
 an edited article or a reviewed card never leaves a stale answer behind; if the
 model fails, an extract of the best passage goes out.
@@ -25,7 +25,7 @@ from inference import cache, state
 from routing import types as rt
 
 from .base import AnswerPlan, GuardedAnswerer, Reply, TurnContext, TurnEvent, text_answer
-from .guards import EntailmentGuard, Guard
+from .reply_guards import EntailmentGuard, Guard
 
 logger = logging.getLogger(__name__)
 

@@ -1,12 +1,12 @@
 """The L3 answerer: the large model answers open questions from the shop's records.
 
-``plan`` (worker thread) gathers what the question needs (``grounding.shop_context``:
+``plan`` (worker thread) gathers what the question needs (``l3_records.shop_context``:
 the shopper's own orders, the catalogue rows it names, relevant help-article
 passages) and puts it in the prompt with the recent conversation (heat-decayed).
 With nothing relevant on record it doesn't call the model: it says it can't confirm
 that and offers a person.
 
-``stream`` runs the model under ``guards.GroundedGuard``: each sentence is shown only
+``stream`` runs the model under ``reply_guards.GroundedGuard``: each sentence is shown only
 if its order facts are in the records and its claims are entailed by them; model
 boilerplate is dropped. When nothing survives, the same "can't confirm, would you
 like a person?" text goes out, and a "yes" next turn queues the shopper for a person.
@@ -41,10 +41,10 @@ from .base import (
     template_text,
     text_answer,
 )
-from .grounding import SUMMARY_LINES, shop_context
-from .guards import GroundedGuard, Guard
+from .l3_records import SUMMARY_LINES, shop_context
+from .offers import OFFER_HUMAN
+from .reply_guards import GroundedGuard, Guard
 
-OFFER_HUMAN = "offer:human"
 L3_SEED = 13
 
 
@@ -68,7 +68,7 @@ class L3Plan(AnswerPlan):
         return out
 
 
-def _handoff_offer_remember(conversation_id: int) -> None:
+def handoff_offer_remember(conversation_id: int) -> None:
     """The reply offered a person after planning (the guard abstained): remember the
     offer like ``Dialogue._offers_remember`` does, so a "yes" next turn queues."""
     from chatbot.models import Conversation
@@ -177,4 +177,4 @@ class L3Answerer(GuardedAnswerer):
             # The done frame and the stored reply carry the offer; the state remembers it.
             plan.actions.append(OFFER_HUMAN)
             if reply.conversation_id:
-                await database_sync_to_async(_handoff_offer_remember)(reply.conversation_id)
+                await database_sync_to_async(handoff_offer_remember)(reply.conversation_id)

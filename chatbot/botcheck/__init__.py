@@ -1,4 +1,4 @@
-"""Behavioural bot check (issue #7, docs/botcheck.md).
+"""Behavioural bot check (docs/botcheck.md).
 
 The widget's WebAssembly module (frontend/wasm/botcheck.ts) turns each message's
 pointer, keyboard, touch and focus events into a feature vector and a fingerprint bound

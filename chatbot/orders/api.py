@@ -21,7 +21,7 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from . import wire
+from . import order_wire
 from .backends import DjangoOrderService
 from .types import OrderNotAllowed, OrderNotFound, OrderServiceError
 
@@ -89,7 +89,7 @@ def customers(request: HttpRequest) -> JsonResponse:
         result = _shop.customers_in_zip(zip=params["zip"])
     else:
         return _error(400, "bad_request", "Give email, or first_name+last_name+zip, or zip.")
-    return JsonResponse({"customers": [wire.customer_to_json(c) for c in result]})
+    return JsonResponse({"customers": [order_wire.customer_to_json(c) for c in result]})
 
 
 @_api(method="GET")
@@ -97,14 +97,14 @@ def customer_detail(request: HttpRequest, customer_id: str) -> JsonResponse:
     customer = _shop.customer_by_id(customer_id=customer_id)
     if customer is None:
         return _error(404, "customer_not_found", f"No customer {customer_id}.")
-    return JsonResponse({"customer": wire.customer_to_json(customer)})
+    return JsonResponse({"customer": order_wire.customer_to_json(customer)})
 
 
 @_api(method="GET")
 def customer_orders(request: HttpRequest, customer_id: str) -> JsonResponse:
     # An unknown customer has no orders: the same answer as a customer with none.
     orders = _shop.orders_for_customer(customer_id=customer_id)
-    return JsonResponse({"orders": [wire.order_to_json(o) for o in orders]})
+    return JsonResponse({"orders": [order_wire.order_to_json(o) for o in orders]})
 
 
 @_api(method="GET")
@@ -114,7 +114,7 @@ def customer_order(request: HttpRequest, customer_id: str, order_id: str) -> Jso
         # Word for word what OrderNotFound says, whether the order is missing or
         # belongs to another customer.
         return _error(404, "order_not_found", str(OrderNotFound(order_id)))
-    return JsonResponse({"order": wire.order_to_json(order)})
+    return JsonResponse({"order": order_wire.order_to_json(order)})
 
 
 def _write(action: Callable[[], Any], *, key: str = "order", dump: Any = None) -> JsonResponse:
@@ -126,7 +126,7 @@ def _write(action: Callable[[], Any], *, key: str = "order", dump: Any = None) -
         return _error(409, exc.code, str(exc))
     except OrderServiceError as exc:
         return _error(400, exc.code, str(exc))
-    return JsonResponse({key: (dump or wire.order_to_json)(result)})
+    return JsonResponse({key: (dump or order_wire.order_to_json)(result)})
 
 
 @_api(method="POST")
@@ -145,8 +145,8 @@ def order_cancel(request: HttpRequest, customer_id: str, order_id: str) -> JsonR
 def order_address(request: HttpRequest, customer_id: str, order_id: str) -> JsonResponse:
     body = _json_body(request)
     try:
-        address = wire.address_from_json((body or {}).get("address"))
-    except wire.WireError as exc:
+        address = order_wire.address_from_json((body or {}).get("address"))
+    except order_wire.WireError as exc:
         return _error(400, "invalid_address", f"Send a JSON object {{'address': {{...}}}}: {exc}")
     return _write(
         lambda: _shop.order_change_address(
@@ -158,7 +158,9 @@ def order_address(request: HttpRequest, customer_id: str, order_id: str) -> Json
 @_api(method="GET")
 def shipping_options(request: HttpRequest) -> JsonResponse:
     options = _shop.shipping_options()
-    return JsonResponse({"shipping_options": [wire.shipping_option_to_json(o) for o in options]})
+    return JsonResponse(
+        {"shipping_options": [order_wire.shipping_option_to_json(o) for o in options]}
+    )
 
 
 @_api(method="POST")
@@ -170,7 +172,7 @@ def order_return(request: HttpRequest, customer_id: str, order_id: str) -> JsonR
     return _write(
         lambda: _shop.request_return(customer_id=customer_id, order_id=order_id, item_ids=item_ids),
         key="return",
-        dump=wire.return_to_json,
+        dump=order_wire.return_to_json,
     )
 
 
@@ -189,11 +191,11 @@ def order_exchange(request: HttpRequest, customer_id: str, order_id: str) -> Jso
             customer_id=customer_id, order_id=order_id, exchanges=exchanges
         ),
         key="return",
-        dump=wire.return_to_json,
+        dump=order_wire.return_to_json,
     )
 
 
 @_api(method="GET")
 def item_variants(request: HttpRequest, item_id: str) -> JsonResponse:
     variants = _shop.item_variants(item_id=item_id)
-    return JsonResponse({"variants": [wire.item_to_json(v) for v in variants]})
+    return JsonResponse({"variants": [order_wire.item_to_json(v) for v in variants]})

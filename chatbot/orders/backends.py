@@ -26,7 +26,7 @@ from django.utils.module_loading import import_string
 
 from routing.order_ids import order_id_for_url, order_id_normalize
 
-from . import selectors, services, wire
+from . import order_wire, selectors, services
 from .types import (
     Address,
     Customer,
@@ -199,7 +199,7 @@ class HttpOrderService:
     def _parse(self, method: str, path: str, parse: Any, data: Any) -> Any:
         try:
             return parse(data)
-        except wire.WireError as exc:
+        except order_wire.WireError as exc:
             raise self._bad_response(method, path, str(exc)) from exc
 
     def _customers(self, params: dict[str, str]) -> list[Customer]:
@@ -207,7 +207,8 @@ class HttpOrderService:
         if status != 200 or not isinstance(body.get("customers"), list):
             raise self._bad_response("GET", "customers", f"HTTP {status}")
         return [
-            self._parse("GET", "customers", wire.customer_from_json, c) for c in body["customers"]
+            self._parse("GET", "customers", order_wire.customer_from_json, c)
+            for c in body["customers"]
         ]
 
     @staticmethod
@@ -237,7 +238,7 @@ class HttpOrderService:
             return None
         status, body = self._request("GET", path)
         if status == 200:
-            return self._parse("GET", path, wire.customer_from_json, body.get("customer"))
+            return self._parse("GET", path, order_wire.customer_from_json, body.get("customer"))
         if status == 404 and self._error_code(body)[0] == "customer_not_found":
             return None
         raise self._bad_response("GET", path, f"HTTP {status}")
@@ -271,7 +272,7 @@ class HttpOrderService:
             return None
         status, body = self._request("GET", path)
         if status == 200:
-            return self._parse("GET", path, wire.order_from_json, body.get("order"))
+            return self._parse("GET", path, order_wire.order_from_json, body.get("order"))
         if status == 404 and self._error_code(body)[0] == "order_not_found":
             return None
         raise self._bad_response("GET", path, f"HTTP {status}")
@@ -284,7 +285,7 @@ class HttpOrderService:
         status, body = self._request("GET", path)
         if status != 200 or not isinstance(body.get("orders"), list):
             raise self._bad_response("GET", path, f"HTTP {status}")
-        return [self._parse("GET", path, wire.order_from_json, o) for o in body["orders"]]
+        return [self._parse("GET", path, order_wire.order_from_json, o) for o in body["orders"]]
 
     def _order_write(
         self,
@@ -294,7 +295,7 @@ class HttpOrderService:
         action: str,
         payload: dict[str, Any],
         key: str = "order",
-        parse: Any = wire.order_from_json,
+        parse: Any = order_wire.order_from_json,
     ) -> Any:
         canonical = order_id_normalize(order_id)
         order_path = None if canonical is None else self._order_path(customer_id, canonical)
@@ -325,7 +326,7 @@ class HttpOrderService:
             customer_id=customer_id,
             order_id=order_id,
             action="address",
-            payload={"address": wire.address_to_json(address)},
+            payload={"address": order_wire.address_to_json(address)},
         )
 
     def item_variants(self, *, item_id: str) -> list[OrderItem]:
@@ -337,7 +338,7 @@ class HttpOrderService:
             return []
         if status != 200 or not isinstance(body.get("variants"), list):
             raise self._bad_response("GET", path, f"HTTP {status}")
-        return [self._parse("GET", path, wire.item_from_json, v) for v in body["variants"]]
+        return [self._parse("GET", path, order_wire.item_from_json, v) for v in body["variants"]]
 
     def _return_write(
         self, *, customer_id: str, order_id: str, action: str, payload: dict[str, Any]
@@ -349,7 +350,7 @@ class HttpOrderService:
             action=action,
             payload=payload,
             key="return",
-            parse=wire.return_from_json,
+            parse=order_wire.return_from_json,
         )
         return result
 
@@ -378,7 +379,7 @@ class HttpOrderService:
         if status != 200 or not isinstance(body.get("shipping_options"), list):
             raise self._bad_response("GET", "shipping-options", f"HTTP {status}")
         return [
-            self._parse("GET", "shipping-options", wire.shipping_option_from_json, o)
+            self._parse("GET", "shipping-options", order_wire.shipping_option_from_json, o)
             for o in body["shipping_options"]
         ]
 

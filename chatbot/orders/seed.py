@@ -136,85 +136,96 @@ def shop_seed(*, data_dir: Path | None = None) -> dict[str, int]:
             "products": models.Product.objects.count(),
             "shipping_options": models.ShippingOption.objects.count(),
         }
-
-        existing = set(models.Customer.objects.values_list("customer_id", flat=True))
-        models.Customer.objects.bulk_create(
-            [
-                models.Customer(
-                    customer_id=customer_id,
-                    first_name=user["name"]["first_name"],
-                    last_name=user["name"]["last_name"],
-                    email=user["email"].strip().lower(),
-                    zip=user["address"]["zip"],
-                    address=user["address"],
-                    payment_methods=user["payment_methods"],
-                    vip=len(user.get("orders", [])) >= VIP_MIN_ORDERS,
-                )
-                for customer_id, user in users.items()
-                if customer_id not in existing
-            ],
-            batch_size=_BATCH,
-            # A concurrent seed (two processes starting at once) may insert the same
-            # rows first; skipping them is the idempotent answer.
-            ignore_conflicts=True,
-        )
-
-        customer_pks = dict(models.Customer.objects.values_list("customer_id", "pk"))
-        existing = set(models.Order.objects.values_list("order_id", flat=True))
-        models.Order.objects.bulk_create(
-            [
-                models.Order(
-                    order_id=order_id,
-                    customer_id=customer_pks[order["user_id"]],
-                    status=order["status"],
-                    address=order["address"],
-                    items=order["items"],
-                    fulfillments=order["fulfillments"],
-                    payment_history=order["payment_history"],
-                    **order_derived_fields(
-                        order_id=order_id,
-                        status=order["status"],
-                        has_tracking=any(f.get("tracking_id") for f in order["fulfillments"]),
-                    ),
-                )
-                for order_id, order in orders.items()
-                if order_id not in existing and order["user_id"] in customer_pks
-            ],
-            batch_size=_BATCH,
-            ignore_conflicts=True,
-        )
-
-        existing = set(models.Product.objects.values_list("product_id", flat=True))
-        models.Product.objects.bulk_create(
-            [
-                models.Product(product_id=product_id, name=p["name"], variants=p["variants"])
-                for product_id, p in products.items()
-                if product_id not in existing
-            ],
-            batch_size=_BATCH,
-            ignore_conflicts=True,
-        )
-
-        existing = set(models.ShippingOption.objects.values_list("name", flat=True))
-        models.ShippingOption.objects.bulk_create(
-            [
-                models.ShippingOption(
-                    name=option.name,
-                    price=option.price,
-                    days_min=option.days_min,
-                    days_max=option.days_max,
-                    free_over=option.free_over,
-                    position=position,
-                )
-                for position, option in enumerate(DEFAULT_SHIPPING_OPTIONS)
-                if option.name not in existing
-            ],
-            ignore_conflicts=True,
-        )
-
+        _customers_insert(users)
+        _orders_insert(orders)
+        _products_insert(products)
+        _shipping_options_insert()
         return {
             "customers": models.Customer.objects.count() - before["customers"],
             "orders": models.Order.objects.count() - before["orders"],
             "products": models.Product.objects.count() - before["products"],
             "shipping_options": models.ShippingOption.objects.count() - before["shipping_options"],
         }
+
+
+def _customers_insert(users: dict[str, Any]) -> None:
+    existing = set(models.Customer.objects.values_list("customer_id", flat=True))
+    models.Customer.objects.bulk_create(
+        [
+            models.Customer(
+                customer_id=customer_id,
+                first_name=user["name"]["first_name"],
+                last_name=user["name"]["last_name"],
+                email=user["email"].strip().lower(),
+                zip=user["address"]["zip"],
+                address=user["address"],
+                payment_methods=user["payment_methods"],
+                vip=len(user.get("orders", [])) >= VIP_MIN_ORDERS,
+            )
+            for customer_id, user in users.items()
+            if customer_id not in existing
+        ],
+        batch_size=_BATCH,
+        # A concurrent seed (two processes starting at once) may insert the same
+        # rows first; skipping them is the idempotent answer.
+        ignore_conflicts=True,
+    )
+
+
+def _orders_insert(orders: dict[str, Any]) -> None:
+    customer_pks = dict(models.Customer.objects.values_list("customer_id", "pk"))
+    existing = set(models.Order.objects.values_list("order_id", flat=True))
+    models.Order.objects.bulk_create(
+        [
+            models.Order(
+                order_id=order_id,
+                customer_id=customer_pks[order["user_id"]],
+                status=order["status"],
+                address=order["address"],
+                items=order["items"],
+                fulfillments=order["fulfillments"],
+                payment_history=order["payment_history"],
+                **order_derived_fields(
+                    order_id=order_id,
+                    status=order["status"],
+                    has_tracking=any(f.get("tracking_id") for f in order["fulfillments"]),
+                ),
+            )
+            for order_id, order in orders.items()
+            if order_id not in existing and order["user_id"] in customer_pks
+        ],
+        batch_size=_BATCH,
+        ignore_conflicts=True,
+    )
+
+
+def _products_insert(products: dict[str, Any]) -> None:
+    existing = set(models.Product.objects.values_list("product_id", flat=True))
+    models.Product.objects.bulk_create(
+        [
+            models.Product(product_id=product_id, name=p["name"], variants=p["variants"])
+            for product_id, p in products.items()
+            if product_id not in existing
+        ],
+        batch_size=_BATCH,
+        ignore_conflicts=True,
+    )
+
+
+def _shipping_options_insert() -> None:
+    existing = set(models.ShippingOption.objects.values_list("name", flat=True))
+    models.ShippingOption.objects.bulk_create(
+        [
+            models.ShippingOption(
+                name=option.name,
+                price=option.price,
+                days_min=option.days_min,
+                days_max=option.days_max,
+                free_over=option.free_over,
+                position=position,
+            )
+            for position, option in enumerate(DEFAULT_SHIPPING_OPTIONS)
+            if option.name not in existing
+        ],
+        ignore_conflicts=True,
+    )

@@ -80,7 +80,7 @@ def test_widget_streams_an_order_answer_and_resumes(
     assert reply["badge"].startswith("L1"), reply
     assert "intent" in reply["tooltip"] and "first chunk" in reply["tooltip"], reply
     # The stored status, in the words the bot uses for it ("processed" reads "shipped").
-    from chatbot.answerers.l1 import STATUS_TEXT
+    from chatbot.answerers.order_format import STATUS_TEXT
 
     said = {status.lower(), STATUS_TEXT["en"].get(status, status).lower()}
     assert any(word in reply["text"].lower() for word in said), (status, reply["text"])

@@ -222,8 +222,8 @@ def test_a_turn_cut_off_counts_as_its_whole_budget(settings: Any) -> None:
 
 def test_an_idle_model_is_predicted_from_idle_turns_not_busy_ones() -> None:
     """Continuous batching makes a first token slower the more replies decode beside
-    it: an idle model is predicted from the turns that found it idle (issue #16: one
-    average over every load degraded most turns at 5 sessions)."""
+    it: an idle model is predicted from the turns that found it idle (one average over
+    every load would degrade most turns at 5 sessions)."""
 
     def server(busy: int) -> SlotStatus:
         return SlotStatus("fast", "", True, 8, busy, 0, time.monotonic())

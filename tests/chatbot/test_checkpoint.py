@@ -1,4 +1,4 @@
-"""Partial replies are written while they stream (``_Checkpoint``), so a process killed
+"""Partial replies are written while they stream (``ReplyCheckpoint``), so a process killed
 mid-reply leaves what the shopper already saw (tests/browser/test_daphne_kill.py is the
 end-to-end case)."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from chatbot.answerers.base import Reply
 from chatbot.models import Conversation, Message
-from chatbot.turn import _Checkpoint
+from chatbot.turn import ReplyCheckpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,7 +26,7 @@ async def test_the_first_chunk_is_written_at_once_then_at_most_once_per_interval
 ) -> None:
     settings.TIERDESK_REPLY_CHECKPOINT_MS = 60_000
     reply = await _reply()
-    checkpoint = _Checkpoint(reply.pk)
+    checkpoint = ReplyCheckpoint(reply.pk)
     await checkpoint.maybe(Reply(["Leather boots"]))
     await reply.arefresh_from_db()
     assert reply.text == "Leather boots"
@@ -42,7 +42,7 @@ async def test_the_first_chunk_is_written_at_once_then_at_most_once_per_interval
 async def test_a_finished_reply_is_never_overwritten(settings: Any) -> None:
     settings.TIERDESK_REPLY_CHECKPOINT_MS = 1
     reply = await _reply("The whole answer.", Message.Status.COMPLETE)
-    await _Checkpoint(reply.pk).maybe(Reply(["The whole"]))
+    await ReplyCheckpoint(reply.pk).maybe(Reply(["The whole"]))
     await reply.arefresh_from_db()
     assert reply.text == "The whole answer."
 
@@ -50,6 +50,6 @@ async def test_a_finished_reply_is_never_overwritten(settings: Any) -> None:
 async def test_zero_disables_it(settings: Any) -> None:
     settings.TIERDESK_REPLY_CHECKPOINT_MS = 0
     reply = await _reply()
-    await _Checkpoint(reply.pk).maybe(Reply(["anything"]))
+    await ReplyCheckpoint(reply.pk).maybe(Reply(["anything"]))
     await reply.arefresh_from_db()
     assert reply.text == ""

@@ -243,7 +243,7 @@ async def test_the_handshake_is_accepted_before_any_database_work(seeded_shop: N
 
 async def test_chat_never_waits_for_channels_thread_sensitive_thread(seeded_shop: None) -> None:
     """Every connection of a process shares Channels' one thread-sensitive thread; the
-    chat's database work used to queue on it (L1 p95 991 ms at 200 sessions). With that
+    chat's database work must not queue on it (chatbot/threads.py). With that
     thread held busy, a shopper still connects, is acked and gets a whole reply, and a
     second shopper's turn runs beside the first's."""
     release = threading.Event()

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from chatbot.answerers.address_parse import parse_address
 from chatbot.answerers.base import AnswerPlan
-from chatbot.answerers.l1 import L1Plan, parse_address
+from chatbot.answerers.l1 import L1Plan
 from chatbot.dialogue import Dialogue, TurnContext
 from chatbot.orders.models import Order
 

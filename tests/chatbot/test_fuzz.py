@@ -1,4 +1,4 @@
-"""Fuzzing the WebSocket protocol (issue #8, "Fuzzing"): hypothesis-generated frames,
+"""Fuzzing the WebSocket protocol: hypothesis-generated frames,
 random JSON, wrong types, huge strings, odd Unicode, binary frames and a flood.
 
 Two levels:

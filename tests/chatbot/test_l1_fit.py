@@ -1,6 +1,7 @@
-"""L1 answers that fit the question (issue #14 item 5, issue #17 "delivery time to a
-place"), through the real turn: the dialogue and L1 answerer on the seeded demo shop,
-and over the WebSocket (tests/shopper.py) with real PostgreSQL and Redis.
+"""L1 answers that fit the question (delivery time in general and to a place, late
+orders, the cancel reason, refusals that offer what the shopper can do), through the
+real turn: the dialogue and L1 answerer on the seeded demo shop, and over the
+WebSocket (tests/shopper.py) with real PostgreSQL and Redis.
 
 The demo shop's estimated delivery dates lie before 2026-11-09 (chatbot/orders/seed.py),
 so a test that needs an order on time moves its date into the future first.
@@ -15,7 +16,9 @@ import pytest
 from django.utils import timezone
 
 from chatbot.answerers.base import AnswerPlan
-from chatbot.answerers.l1 import L1Answerer, L1Plan, delivery_estimate, fmt_date
+from chatbot.answerers.flows.delivery import delivery_estimate
+from chatbot.answerers.l1 import L1Answerer, L1Plan
+from chatbot.answerers.order_format import fmt_date
 from chatbot.dialogue import Dialogue, TurnContext
 from chatbot.orders.models import Order, ShippingOption
 from inference.fact_guard import guard_check
@@ -308,7 +311,7 @@ def test_no_after_an_offer_is_understood(seeded_shop: None) -> None:
 
 @pytest.mark.django_db
 def test_yes_after_a_refusal_that_offered_a_person_goes_to_the_handoff(seeded_shop: None) -> None:
-    # The human handoff (issue #15) reads the "yes" to an offered person.
+    # The human handoff reads the "yes" to an offered person.
     pytest.importorskip("chatbot.handoff_dialogue")
     for yes, lang in (("ok", "en"), ("是", "zh")):
         state: dict[str, Any] = {}

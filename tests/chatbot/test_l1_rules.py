@@ -1,4 +1,4 @@
-"""L1 order flows state the shop's rule (issue #14): a question about the rule asked
+"""L1 order flows state the shop's rule: a question about the rule asked
 about "my order" ("can I still return my order after 30 days?") that the classifier
 sends to an order flow gets the rule from the knowledge base (an approved card, or
 the article's own sentences) before the flow's own step, with its citation.

@@ -1,4 +1,4 @@
-"""L3 grounded in the shop's records (issue #14, item 4).
+"""L3 grounded in the shop's records.
 
 - The context holds only this shopper's orders (through ``OrderService``), the
   catalogue rows the question names and the relevant help-article passages.
@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from chatbot.answerers.grounding import LABELS, SUMMARY_LINES, order_facts, shop_context
-from chatbot.answerers.guards import GroundedGuard
+from chatbot.answerers.l3_records import LABELS, SUMMARY_LINES, order_facts, shop_context
+from chatbot.answerers.reply_guards import GroundedGuard
 from chatbot.models import Conversation, Message
 from chatbot.orders.backends import get_order_service
 from chatbot.orders.models import Customer, Order, Product
@@ -479,7 +479,7 @@ def test_anonymous_rule_question_gets_the_articles_own_sentences_in_the_extract(
 async def test_a_reply_that_only_summarises_the_records_gets_the_articles_rule() -> None:
     """The model only repeated "you are not signed in": the article's sentences on the
     question follow it. A reply that says something of its own is left as it is."""
-    from chatbot.answerers.grounding import SUMMARY_LINES
+    from chatbot.answerers.l3_records import SUMMARY_LINES
 
     anonymous = LABELS["en"]["anonymous"]
     rule = "Someone else can collect your pickup order if they bring their own photo ID."

@@ -1,4 +1,4 @@
-"""The message-log check under faults (issue #8), in the style of Jepsen.
+"""The message-log check under faults, in the style of Jepsen.
 
 A production-shaped stack of our own: a private PostgreSQL cluster, a private Redis
 (channel layer, Celery broker, rate limits, breakers, cache) without persistence, a
@@ -214,8 +214,8 @@ async def _shopper(n: int, daphne: Daphne, log: Log) -> None:
                         continue
                     # Stop starting new messages once the faults are over, but never
                     # abandon one already sent: a message sent before a reconnect and
-                    # not yet acknowledged is resent until it is (issue #19: the old
-                    # check came first and dropped such a message after Daphne's restart).
+                    # not yet acknowledged is resent until it is (checking the faults
+                    # first would drop such a message after Daphne's restart).
                     if i > MESSAGES and log.faults_done.is_set() and cid not in log.ids:
                         break
                     log.ids.add(cid)

@@ -1,5 +1,5 @@
 """Every refusal renders to its ``error`` frame (docs/protocol.md) in one place, and
-``message_receive`` raises or returns them as the consumer used to send them."""
+``message_receive`` raises or returns them, each with its stable code and fields."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ CASES: list[tuple[Refusal, dict[str, Any]]] = [
 @pytest.mark.parametrize(("refusal", "frame"), CASES, ids=lambda c: type(c).__name__)
 def test_every_refusal_renders_to_its_frame(refusal: Refusal, frame: dict[str, Any]) -> None:
     assert refusal_frame(refusal) == frame
-    # Same keys in the same order as the frames the consumer used to build by hand.
+    # Same keys in the same order as the documented frames (docs/protocol.md).
     assert list(refusal_frame(refusal)) == list(frame)
 
 

@@ -1,4 +1,4 @@
-"""Returns and exchanges of delivered items as L1 flows (issue #17 item 5): the bot lists
+"""Returns and exchanges of delivered items as L1 flows: the bot lists
 the verified shopper's delivered order's items, asks which ones (and for an exchange,
 what to swap them for, from the store's variants), states the policy's conditions, and
 only an explicit "yes" makes deterministic code request it. Real PostgreSQL, the real

@@ -1,4 +1,4 @@
-"""Two requests in one message (issue #17 item 5), end to end over the WebSocket: the
+"""Two requests in one message, end to end over the WebSocket: the
 rule ``two-requests`` sends the whole message to the large tier, which gets both
 questions in one prompt, instead of the classifier answering one and dropping the
 other (an L1 order reply, or an L2 gift-card passage)."""

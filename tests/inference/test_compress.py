@@ -256,7 +256,7 @@ def test_l1_prompt_falls_back_when_compression_breaks(monkeypatch: pytest.Monkey
 
 @pytest.mark.django_db
 def test_every_l1_question_of_the_demo_shop_fits_in_80_chars(seeded_shop: None) -> None:
-    from chatbot.answerers.l1 import order_facts
+    from chatbot.answerers.order_format import order_facts
     from chatbot.orders.backends import get_order_service
     from chatbot.orders.models import Order
     from routing.templates import template_get, template_render
@@ -288,11 +288,11 @@ def test_question_line_from_the_example_equals_compressing_it(seeded_shop: None)
     """Issue #16: the question's compressed line is the cached example line with the
     facts swapped, when that is exactly what compressing it gives; verified here on the
     demo shop's orders, both languages, against compressing each line itself."""
-    from chatbot.answerers.l1 import order_facts, placeholders, tracking_url
+    from chatbot.answerers.order_format import order_facts, tracking_url
     from chatbot.orders.backends import get_order_service
     from chatbot.orders.models import Order
     from inference.prompts import EXAMPLE_FACTS, l1_question
-    from routing.templates import template_get, template_render
+    from routing.templates import placeholders, template_get, template_render
 
     service = get_order_service()
     swapped = compared = 0

@@ -217,7 +217,7 @@ MEMBERSHIP_ZH = (
 
 async def _guarded(text: str, *, question: str, passages: list[str], extract: str) -> str:
     """``text`` through the L2 guard a few characters at a time, as a stream would."""
-    from chatbot.answerers.guards import EntailmentGuard
+    from chatbot.answerers.reply_guards import EntailmentGuard
 
     guard = EntailmentGuard(
         question=question, passages=passages, extract=extract, dont_know="DONT_KNOW"
@@ -252,7 +252,7 @@ async def test_a_bare_particle_nothing_backs_gives_way_to_the_passages_rule() ->
     """ "不会。" to "消费不够的话会从金卡直接降到普通访客吗？": no clause aligns with the
     question well enough to say what it answers, so it is not shown (a "会。" there was
     false); with the other sentence dropped too, the passage's own rule goes out."""
-    from chatbot.answerers.guards import EntailmentGuard
+    from chatbot.answerers.reply_guards import EntailmentGuard
 
     question = "消费不够的话会从金卡直接降到普通访客吗？"
     extract = passage_extract(question, [MEMBERSHIP_ZH], max_chars=320)
@@ -276,7 +276,7 @@ async def test_a_sentence_opening_on_a_pronoun_is_shown_only_after_its_anteceden
         "Follow the care label sewn into each item; it is the only washing and cleaning "
         "advice we give. We do not publish our own washing instructions."
     )
-    from chatbot.answerers.guards import EntailmentGuard
+    from chatbot.answerers.reply_guards import EntailmentGuard
 
     extract = passage_extract(question, [passage], max_chars=320)
     guard = EntailmentGuard(
@@ -330,7 +330,7 @@ async def test_a_reader_that_says_it_doesnt_know_gives_way_to_the_passages_sente
     """Planning found a passage holding what the question asks, and the small reader
     still said it doesn't know: the passage's own sentences go out (label "extract").
     With no extract to send, the don't-know reply, as before."""
-    from chatbot.answerers.guards import EntailmentGuard
+    from chatbot.answerers.reply_guards import EntailmentGuard
 
     passage = "Gift wrapping costs $4.99 per item. Gold members get it free."
     for extract, shown, label in (
@@ -397,7 +397,7 @@ async def test_a_price_written_with_a_space_after_its_point_is_one_price() -> No
     business days." Now the price is joined and the sentence judged whole."""
     passage = "Express shipping costs $14.99 and takes 1 to 2 business days."
     for step in (1, 3, 5):
-        from chatbot.answerers.guards import EntailmentGuard
+        from chatbot.answerers.reply_guards import EntailmentGuard
 
         guard = EntailmentGuard(
             question="how much is express shipping?",

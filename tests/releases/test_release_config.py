@@ -9,7 +9,7 @@ import pytest
 
 from chatbot.answerers.base import AnswerPlan
 from chatbot.models import Message
-from chatbot.services import _release_apply
+from chatbot.services import release_apply
 from inference.base import GenerationRequest
 from releases.config import config_parse
 from releases.models import Release
@@ -71,7 +71,7 @@ def test_roles_and_fast_sampling_apply_to_the_plan() -> None:
         generation=GenerationRequest(prompt="p", max_tokens=64, temperature=0.2),
         role="fast",
     )
-    _release_apply(l1, config)
+    release_apply(l1, config)
     assert l1.role == "fast_v2" and l1.generation is not None
     assert (l1.generation.temperature, l1.generation.max_tokens) == (0.7, 12)
     # An L3 plan keeps its role and sampling; a template reply has nothing to change.
@@ -83,8 +83,8 @@ def test_roles_and_fast_sampling_apply_to_the_plan() -> None:
         generation=GenerationRequest(prompt="p", max_tokens=300, temperature=0.3),
         role="large",
     )
-    _release_apply(l3, config)
+    release_apply(l3, config)
     assert l3.role == "large" and l3.generation is not None and l3.generation.temperature == 0.3
     template = AnswerPlan(tier="L1", intent="greeting", text="hi", language="en")
-    _release_apply(template, config)
+    release_apply(template, config)
     assert template.role == "fast" and template.generation is None

@@ -3,7 +3,7 @@ catalogue rows the question names and the relevant help-article passages.
 
 Built in ``L3Answerer.plan`` (the turn's worker thread: database reads, retrieval),
 within a token budget (``TIERDESK_L3_CONTEXT_TOKENS``). The same text is what the
-reply is checked against (``guards.GroundedGuard``): every order id, amount and date
+reply is checked against (``reply_guards.GroundedGuard``): every order id, amount and date
 in the reply must appear in it, and every claim must be entailed by it. So the prompt
 holds exactly what the bot may say and nothing else.
 

@@ -352,7 +352,7 @@ BOILERPLATE = re.compile(
 
 class GroundedGuard(EntailmentGuard):
     """L3: the large model's reply against the shop's records it was given (the
-    shopper's orders, catalogue rows, help-article passages: ``grounding.ShopContext``).
+    shopper's orders, catalogue rows, help-article passages: ``l3_records.ShopContext``).
 
     Sentence by sentence, like ``EntailmentGuard`` (held until it ends, then shown or
     dropped, never withdrawn), each sentence must:
@@ -365,7 +365,7 @@ class GroundedGuard(EntailmentGuard):
 
     With nothing left, the shopper is told we can't confirm it and offered a person
     (``abstain``, which quotes the help article's sentences on the question only when
-    that article covers it: ``grounding.kb_extract``).
+    that article covers it: ``l3_records.kb_extract``).
 
     When all the model said is a summary of the records ("You are not signed in, so
     your orders are not available."), it answered nothing the shopper asked: the same

@@ -1,0 +1,46 @@
+"""The change-of-address flow: only a pending order, then the new address (in the
+message or asked for), then the confirmation. ``flows.perform`` changes it after the
+shopper's yes."""
+
+from __future__ import annotations
+
+import time
+
+from chatbot.orders.types import Address, OrderFacts
+from routing import types as rt
+
+from ..address_parse import parse_address
+from ..base import AnswerPlan, TurnContext, say
+from ..order_format import order_facts
+from .refusal import refuse
+
+
+def address_start(ctx: TurnContext, order: OrderFacts, facts: dict[str, str]) -> AnswerPlan:
+    """Change the chosen order's address: refused unless pending; confirmed when the
+    message holds the new address, else it is asked for."""
+    if order.status != "pending":
+        return refuse(ctx, rt.CHANGE_ADDRESS, order, facts)
+    address = parse_address(ctx.text)
+    if address is not None:
+        return address_confirm(ctx, order.order_id, address)
+    ctx.state.update(awaiting="address", address_order_id=order.order_id)
+    return say(ctx, rt.CHANGE_ADDRESS, "ask_address", facts, personal=True)
+
+
+def address_confirm(ctx: TurnContext, order_id: str, address: Address) -> AnswerPlan:
+    order = ctx.orders().order_get(customer_id=ctx.customer_id, order_id=order_id)
+    if order is None:
+        return say(
+            ctx, "dialogue", "order_not_found", {"order_id": order_id}, label=rt.CHANGE_ADDRESS
+        )
+    facts = order_facts(order, ctx.language) | {
+        "address": address.one_line(),
+        "old_address": order.address.one_line(),
+    }
+    ctx.state["pending_action"] = {
+        "type": "change_address",
+        "order_id": order.order_id,
+        "at": time.time(),
+        "address": address.__dict__,
+    }
+    return say(ctx, rt.CHANGE_ADDRESS, "confirm", facts, actions=["confirm"], personal=True)

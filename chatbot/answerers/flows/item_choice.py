@@ -1,0 +1,70 @@
+"""Which of a listed set the shopper picked: the order's items to return or exchange (by
+number, "all", or name), and the option to swap an item for (by number or by the
+option values named)."""
+
+from __future__ import annotations
+
+import re
+
+from chatbot.orders.types import OrderItem
+
+_ALL_ITEMS = re.compile(
+    r"\b(?:all|both|everything|every item|the whole order|all of them)\b"
+    r"|全部|所有|整单|都退|都换|都要|两件都|两个都",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = {
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+}
+_NUMBER = re.compile(
+    r"(?<![\d#w])(\d{1,2})(?!\d)|\b(first|second|third|fourth|fifth)\b|第([一二三四五])"
+)
+
+
+def items_in_text(text: str, items: list[OrderItem], *, numbers: bool = True) -> list[OrderItem]:
+    """The order's items the shopper named: by number in the list, "all", or name."""
+    if _ALL_ITEMS.search(text):
+        return list(items)
+    cleaned = re.sub(r"#?\s?w\s?\d{6,12}", " ", text, flags=re.IGNORECASE)
+    picked: list[OrderItem] = []
+    if numbers:
+        for match in _NUMBER.finditer(cleaned.lower()):
+            digits, word, zh = match.groups()
+            n = int(digits) if digits else _NUMBER_WORDS[word or zh]
+            if 1 <= n <= len(items) and items[n - 1] not in picked:
+                picked.append(items[n - 1])
+    lowered = cleaned.lower()
+    for item in items:
+        if item.name and item.name.lower() in lowered and item not in picked:
+            picked.append(item)
+    return picked
+
+
+def variant_in_text(text: str, variants: list[OrderItem]) -> OrderItem | None:
+    """The option the shopper picked: its number in the list ("2", "the second"), or
+    the one whose option values the message names most ("size 10, black"), if that is
+    a single best. A bare number is the list's; "size 10" is an option, not item 10."""
+    numbers = [int(d) if d else _NUMBER_WORDS[w or z] for d, w, z in _NUMBER.findall(text.lower())]
+    bare = re.fullmatch(r"\W*(?:no\.?\s*|number\s*|#)?\d{1,2}\W*|\W*第.\W*", text.lower())
+    if bare and len(numbers) == 1 and 1 <= numbers[0] <= len(variants):
+        return variants[numbers[0] - 1]
+    lowered = f" {re.sub(r'[,;.!?，。]', ' ', text.lower())} "
+    scores = [
+        sum(1 for value in v.options.values() if f" {value.lower()} " in lowered) for v in variants
+    ]
+    best = max(scores, default=0)
+    if best and scores.count(best) == 1:
+        return variants[scores.index(best)]
+    if len(numbers) == 1 and 1 <= numbers[0] <= len(variants):
+        return variants[numbers[0] - 1]
+    return None

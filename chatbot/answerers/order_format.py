@@ -1,0 +1,172 @@
+"""How an order reads in a reply: the status and payment words, dates, money, tracking
+links, the shipping options, the facts a template fills in (``order_facts``,
+``returns_facts``), item lines and numbered lists, and the order id as the shopper
+types it and as a reply shows it."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+from django.utils import timezone
+
+from chatbot.orders.policy import RETURN_WINDOW_DAYS, return_deadline
+from chatbot.orders.types import OrderFacts, OrderItem
+from routing.order_ids import order_id_find
+
+from .base import TurnContext
+
+STATUS_TEXT = {
+    "en": {
+        "pending": "pending",
+        "processed": "shipped",
+        "delivered": "delivered",
+        "cancelled": "cancelled",
+        "return requested": "return requested",
+        "exchange requested": "exchange requested",
+    },
+    "zh": {
+        "pending": "待处理",
+        "processed": "已发货",
+        "delivered": "已送达",
+        "cancelled": "已取消",
+        "return requested": "已申请退货",
+        "exchange requested": "已申请换货",
+    },
+}
+PAYMENT_TEXT = {
+    "en": {"credit_card": "credit card", "gift_card": "gift card", "paypal": "PayPal account"},
+    "zh": {"credit_card": "信用卡", "gift_card": "礼品卡", "paypal": "PayPal账户"},
+}
+# The word that calls an order late; a fact, so the fact guard requires it.
+LATE_TEXT = {"en": "late", "zh": "延误"}
+# The carriers' public tracking pages: a late order's reply links to its tracking.
+CARRIER_TRACKING_URLS = {
+    "UPS": "https://www.ups.com/track?tracknum={tracking}",
+    "FedEx": "https://www.fedex.com/fedextrack/?trknbr={tracking}",
+    "USPS": "https://tools.usps.com/go/TrackConfirmAction?tLabels={tracking}",
+    "DHL": "https://www.dhl.com/global-en/home/tracking.html?tracking-id={tracking}",
+}
+# Statuses whose estimated delivery can pass without the order arriving.
+OPEN_STATUSES = {"pending", "processed"}
+
+
+def is_late(order: OrderFacts) -> bool:
+    """Past its estimated delivery date and neither delivered nor cancelled."""
+    eta = order.estimated_delivery
+    return order.status in OPEN_STATUSES and eta is not None and eta < timezone.localdate()
+
+
+def tracking_url(carrier: str, tracking: str) -> str:
+    template = CARRIER_TRACKING_URLS.get(carrier)
+    return template.format(tracking=tracking) if template and tracking else ""
+
+
+def refund_timing(payment_method: str, lang: str) -> str:
+    """When a refund arrives, per the store policy: a gift card at once."""
+    gift = payment_method == "gift_card"
+    return {
+        "en": "immediately" if gift else "within 5 to 7 business days",
+        "zh": "立即到账" if gift else "5到7个工作日内",
+    }[lang]
+
+
+def shipping_text(ctx: TurnContext) -> str:
+    parts = []
+    for opt in ctx.orders().shipping_options():
+        if ctx.language == "zh":
+            text = f"{opt.name} ${fmt_money(opt.price)}（{opt.days_min}-{opt.days_max}个工作日"
+            text += f"，满${fmt_money(opt.free_over)}免运费）" if opt.free_over else "）"
+        else:
+            days = f"{opt.days_min}-{opt.days_max} business days"
+            text = f"{opt.name} ${fmt_money(opt.price)} ({days}"
+            text += f", free over ${fmt_money(opt.free_over)})" if opt.free_over else ")"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def delivery_times_text(ctx: TurnContext) -> str:
+    """The shipping options as delivery times: "Standard ($5.99) takes 3-7 business
+    days; Express ($14.99) takes 1-2 business days"."""
+    parts = []
+    for opt in ctx.orders().shipping_options():
+        if ctx.language == "zh":
+            parts.append(
+                f"{opt.name}（${fmt_money(opt.price)}）{opt.days_min}-{opt.days_max}个工作日"
+            )
+        else:
+            parts.append(
+                f"{opt.name} (${fmt_money(opt.price)}) takes "
+                f"{opt.days_min}-{opt.days_max} business days"
+            )
+    return ("；" if ctx.language == "zh" else "; ").join(parts)
+
+
+def fmt_date(value: date | None, language: str) -> str:
+    if value is None:
+        return ""
+    if language == "zh":
+        return f"{value.year}年{value.month}月{value.day}日"
+    return value.strftime("%b ") + str(value.day) + value.strftime(", %Y")
+
+
+def fmt_money(value: Decimal) -> str:
+    return f"{value:.2f}"
+
+
+def order_facts(order: OrderFacts, language: str) -> dict[str, str]:
+    lang = language if language in STATUS_TEXT else "en"
+    timing = refund_timing(order.payment_method, lang)
+    return {
+        "order_id": order.order_id,
+        "status": order.status,
+        "status_text": STATUS_TEXT[lang].get(order.status, order.status),
+        "item_count": str(len(order.items)),
+        "items": ", ".join(item.name for item in order.items),
+        "total": fmt_money(order.total),
+        "carrier": order.carrier,
+        "tracking": order.tracking_ids[0] if order.tracking_ids else "",
+        "eta": fmt_date(order.estimated_delivery, lang),
+        "refund": fmt_money(sum(order.refunds, Decimal(0))),
+        "payment_method": PAYMENT_TEXT[lang].get(order.payment_method, order.payment_method),
+        "refund_timing": timing,
+        "address": order.address.one_line(),
+        "track_url": tracking_url(
+            order.carrier, order.tracking_ids[0] if order.tracking_ids else ""
+        ),
+    }
+
+
+def returns_facts(ctx: TurnContext, order: OrderFacts) -> dict[str, str]:
+    deadline = return_deadline(order.placed_on)
+    return order_facts(order, ctx.language) | {
+        "window_days": str(RETURN_WINDOW_DAYS),
+        "deadline": fmt_date(deadline, reply_language(ctx)),
+        "placed_on": fmt_date(order.placed_on, reply_language(ctx)),
+    }
+
+
+def options_text(options: dict[str, str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in options.items())
+
+
+def item_line(item: OrderItem) -> str:
+    options = options_text(item.options)
+    return f"{item.name} ({options}, ${fmt_money(item.price)})" if options else item.name
+
+
+def numbered_list(lines: list[str], language: str) -> str:
+    sep = "；" if language == "zh" else "; "
+    return sep.join(f"{n}. {line}" for n, line in enumerate(lines, start=1))
+
+
+def reply_language(ctx: TurnContext) -> str:
+    return ctx.language if ctx.language in STATUS_TEXT else "en"
+
+
+def find_order_id(text: str) -> str:
+    return order_id_find(text) or ""
+
+
+def display_id(order_id: str) -> str:
+    return order_id_find(order_id) or order_id[:20]
