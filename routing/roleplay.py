@@ -7,7 +7,7 @@ runs.
 says what the bot can help with (in role, no model reply). Patterns, not a model: they
 must be cheap (the first step of every decision), explainable in the route reason, and
 never fire on a shopper's "what are your return rules", "ignore my last message" or
-"the care instructions say hand wash". Measured on bench/sets/demo/router/roleplay_attacks.txt,
+"the care instructions say hand wash". Measured on bench/sets/router/demo/roleplay_attacks.txt,
 roleplay_ordinary.txt and the 56 injection strings of third_party/injection
 (``make bench-roleplay``; tests/routing/test_roleplay.py).
 """

@@ -98,7 +98,7 @@ def shipped_hashes(
 def seed_utterances_by_intent() -> dict[tuple[str, str], list[str]]:
     """(intent, language) -> example texts: intents.json plus the training part of the
     labelled training set (routing/seed_data/train.tsv). The held-out set
-    (bench/sets/demo/router/heldout.tsv) is never seeded."""
+    (bench/sets/router/demo/heldout.tsv) is never seeded."""
     from routing.training_data import TRAIN_FILE, labelled_load
 
     grouped: dict[tuple[str, str], list[str]] = {}

@@ -2,7 +2,7 @@
 
 Product data, shipped with the seed data (routing/seed_data/): ``train.tsv`` is seeded
 as intent examples, and the handoff sets under ``handoff/`` train the handoff scorer.
-The held-out evaluation sets live under bench/sets/demo/router/ and are never read by
+The held-out evaluation sets live under bench/sets/router/demo/ and are never read by
 the product. Apart from the router so that the seed and the handoff scorer can load
 these files without importing it.
 """

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Router evaluation, against a throw-away SQLite database (no server needed):
-# 1. the labelled held-out set (bench/sets/demo/router/heldout.tsv) and the handoff sets on the
+# 1. the labelled held-out set (bench/sets/router/demo/heldout.tsv) and the handoff sets on the
 #    shipped default router data (intents, rules, examples), merged into
 #    bench/results/router.json ("heldout_eval" and the flat "figures"); pass --json PATH
 #    to keep the whole report;

@@ -1,5 +1,5 @@
 """Measured router quality: the issue's targets on the labelled held-out set
-(bench/sets/demo/router/heldout.tsv, never trained on), and decision time."""
+(bench/sets/router/demo/heldout.tsv, never trained on), and decision time."""
 
 from __future__ import annotations
 
