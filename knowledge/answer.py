@@ -23,7 +23,7 @@ from inference.base import ChatMessage, GenerationRequest
 from inference.sanitize import prompt_sanitize
 
 from . import text as ktext
-from .entail import Coverage, character_share, question_coverage
+from .coverage import Coverage, character_share, question_coverage
 from .grounding import passage_extract
 from .retrieval import Passage, RetrievalResult, passages_retrieve
 
@@ -151,14 +151,15 @@ def other_goods(question: str, coverage: Coverage, passages: list[str]) -> list[
     a question about something else (the question's other words are all there, so the
     coverage check alone let it through)."""
     from . import lexicon
-    from .entail import _goods_covered, _normalise, _tokens
+    from .coverage import goods_covered
+    from .terms import normalise, tokens
 
-    text = _normalise(" ".join(" ".join(passages).split()))
-    stems = _tokens(text)
+    text = normalise(" ".join(" ".join(passages).split()))
+    stems = tokens(text)
     return [
         word
         for word in coverage.missing
-        if lexicon.is_goods(word) and not _goods_covered(word, text, stems)
+        if lexicon.is_goods(word) and not goods_covered(word, text, stems)
     ]
 
 

@@ -10,7 +10,7 @@
   (chatbot/orders/seed.py), sizes and materials its catalogue (products.json). Where
   no source states a fact (gift-card expiry, membership thresholds, prices of extra
   services) the demo shop's own rule is written once and kept the same in both
-  languages and in the answer evaluation (knowledge/eval/answers/). Care advice is
+  languages and in the answer evaluation (bench/sets/answers/demo/). Care advice is
   never invented: the articles point to the care label.
 - ``seed_data/zh/*.md``: the main policies in Chinese, with the same facts.
 

@@ -185,7 +185,7 @@ def test_chinese_cards_weigh_what_their_heading_names() -> None:
 
 def test_an_order_flow_gets_the_rule_from_the_card_or_a_covering_passage() -> None:
     from knowledge.answer import passage_material, rule_answer
-    from knowledge.entail import question_coverage
+    from knowledge.coverage import question_coverage
     from knowledge.retrieval import passages_retrieve
 
     def top(question: str) -> Any:
@@ -230,7 +230,7 @@ def test_a_yes_no_question_gets_a_card_only_if_the_card_holds_what_it_asks(
 
 
 def test_yes_no_questions_are_told_from_questions_asking_what_or_how() -> None:
-    from knowledge.entail import is_yes_no
+    from knowledge.question_type import is_yes_no
 
     for question in (
         "can I pause my premium subscription?",
