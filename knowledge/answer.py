@@ -310,6 +310,25 @@ def judged_answer(
     return verdict
 
 
+def _card_answer(match: CardMatch, language: str) -> KnowledgeAnswer:
+    """An approved answer: the admin-reviewed text, no model on the hot path."""
+    return KnowledgeAnswer(
+        language=language,
+        text=match.row.answer,
+        citations=[match.citation()],
+        retrieval={
+            "answered": True,
+            "card": {
+                "id": match.row.card_id,
+                "score": round(match.score, 3),
+                "how": match.how,
+                "question": match.row.question,
+            },
+        },
+        card_id=match.row.card_id,
+    )
+
+
 def answer_plan(
     *,
     question: str,
@@ -323,22 +342,7 @@ def answer_plan(
     role = role or settings.TIERDESK_KB_ANSWER_ROLE
     match = approved_card(question=question, language=lang)
     if match is not None:
-        # An approved answer: the admin-reviewed text, no model on the hot path.
-        return KnowledgeAnswer(
-            language=lang,
-            text=match.row.answer,
-            citations=[match.citation()],
-            retrieval={
-                "answered": True,
-                "card": {
-                    "id": match.row.card_id,
-                    "score": round(match.score, 3),
-                    "how": match.how,
-                    "question": match.row.question,
-                },
-            },
-            card_id=match.row.card_id,
-        )
+        return _card_answer(match, lang)
     result = retrieval or passages_retrieve(question=question, language=lang, method=method)
     from .index import get_snapshot
 
@@ -425,10 +429,10 @@ def rule_answer(*, question: str, language: str, judge: bool = False) -> RuleAns
     words). None when the knowledge base doesn't answer it; the flow then only does
     its own part. Blocking (embedding, search).
 
-    Until 2026-12-01 the passage also had to hold 75% of the question's words; on the
-    dev split's questions L2's check alone gives the right rule for 78 instead of 59
-    (81 with ``coverage_first``), quotes no contradicting sentence under either bar,
-    and quotes a rule for the same one unanswerable question.
+    No extra bar on the share of the question's words the passage holds: on the dev
+    split's questions L2's check alone gives the right rule for 78 where a 75% bar
+    gives 59 (81 with ``coverage_first``), quotes no contradicting sentence under
+    either, and quotes a rule for the same one unanswerable question.
 
     ``judge``: where the coverage check refuses the passage, ask the answerability
     judge (``judged_answer``), as L2 does; the flow passes it for questions only, so

@@ -252,10 +252,10 @@ def _zh_found(word: str, passage: str) -> bool:
 def keyword_coverage(keywords: list[str], passage: str, passage_terms: frozenset[str]) -> float:
     """Share of the question's keywords found in a passage: English keywords by stem,
     Chinese ones as substrings (no segmentation mismatch possible), and the shop's other
-    words for each. Here, not in knowledge.text, which this module builds on: the two
-    importing each other was an import cycle.
+    words for each. Here, not in knowledge.text: it needs this module's words, and this
+    module builds on knowledge.text.
 
-    Since session 12, as in L2's coverage check: goods in general ("things", 东西, 衣服)
+    As in L2's coverage check: goods in general ("things", 东西, 衣服)
     count neither way; a Chinese quantity ("两年", "一天") counts when the passage has
     it in digits ("2年") and is left out otherwise; and a two-character word glued to a
     modal or motion verb ("能升", "要花", "去取") is looked up by its other character.

@@ -14,8 +14,8 @@
   never invented: the articles point to the care label.
 - ``seed_data/zh/*.md``: the main policies in Chinese, with the same facts.
 
-The key ``store-policy`` is kept for the orders article (it used to hold wiki.md as
-is, agent instructions and all), so the retrieval evaluation's labels still apply.
+The orders article's key is ``store-policy``, the key the retrieval evaluation's
+labels (bench/sets/rag/demo) name it by.
 
 Idempotent: documents are keyed by ``seed_key``; an existing one is never overwritten
 (support admins may have edited it), and one a support admin deleted is not created

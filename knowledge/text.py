@@ -176,7 +176,7 @@ def zh_content_runs(text: str) -> list[str]:
 def zh_chars_found(word: str, passage: str) -> bool:
     """A three-character Chinese word that jieba cut as one ("登山鞋", "会员卡") counts
     as in the passage when two of its characters are: the passage says 登山靴 and 会员
-    (L2's coverage check, ``entail.question_coverage``, finds such words the same way).
+    (L2's coverage check, ``coverage.question_coverage``, finds such words the same way).
     Not a word of four or more: those are set phrases ("货到付款", cash on delivery,
     is not the 付款 and 退款 of the payment passage), and a two-character word must be
     there as it is."""
@@ -185,7 +185,7 @@ def zh_chars_found(word: str, passage: str) -> bool:
 
 
 def question_keywords(text: str) -> list[str]:
-    """The question as intent keywords (SPEC): what it is about, without the filler.
+    """The question as intent keywords (docs/product.md): what it is about, without the filler.
 
     Chinese is segmented in jieba's precise mode here (no overlapping sub-words, so
     coverage isn't inflated). Order is kept and duplicates dropped; an empty result (a
@@ -365,8 +365,8 @@ def is_refusal(sentence: str) -> bool:
     return bool(REFUSAL.search(sentence))
 
 
-# Words that state an exception or a limit. Here, not in entail.py, because the
-# extract builder (grounding.py) needs it too and entail.py imports grounding.py.
+# Words that state an exception or a limit: the entailment check and the extract builder
+# (grounding.py) both need them, and grounding.py sits below the entailment modules.
 _QUAL_EN = re.compile(
     r"\b(only|except|excepting|unless|excluding|exclusively|as long as|provided that|"
     r"but not|other than|apart from|solely|just)\b",

@@ -218,7 +218,7 @@ def test_retrieval_relevance_leaves_out_goods_figures_and_glued_verbs() -> None:
 
 
 def test_shoppers_spellings_and_question_words_name_nothing() -> None:
-    """Session 13 (from probe3's misses): "im"/"dont"/"ur" typed without the apostrophe
+    """From probe3's misses: "im"/"dont"/"ur" typed without the apostrophe
     and 啥意思/才能 count as missing words no passage has. "im silver and premium
     charged me $15 too much" covered 0.67 of its words with "im" and stayed with the
     large tier, which abstains for a shopper nobody signed in."""
@@ -240,11 +240,10 @@ def test_shoppers_spellings_and_question_words_name_nothing() -> None:
 
 
 def test_the_shops_other_words_from_probe3() -> None:
-    """Everyday words for what the articles name (session 13, written for the shop's
-    domain): a tee is a (T-)shirt, spending is purchases, the neck size is the collar,
-    tips are advice, posting is mail; 太贵/太高, 退点/退还, 店里/门店, 没货/缺货,
-    升上去/升为, 花(钱)/消费. Each is what kept a passage that answers the question from
-    counting as covering it."""
+    """Everyday words for what the articles name (written for the shop's domain): a tee
+    is a (T-)shirt, spending is purchases, the neck size is the collar, tips are advice,
+    posting is mail; 太贵/太高, 退点/退还, 店里/门店, 没货/缺货, 升上去/升为, 花(钱)/消费.
+    Each is what kept a passage that answers the question from counting as covering it."""
     cases = [
         ("what's the neck size on a large shirt?", "Shirt collar sizes: 16.5 in large.", "neck"),
         (
