@@ -33,7 +33,7 @@ load: setup services
 eval-rag: setup
 	bash scripts/eval-rag.sh
 
-# Truthfulness: every question of knowledge/eval/answers over a real WebSocket, graded
+# Truthfulness: every question of bench/sets/answers/demo over a real WebSocket, graded
 # correct / contradicted / abstained per language and tier, the entailment checker's
 # precision and recall, L2 first chunk for card and generated answers
 # (bench/results/answers.json; docs/knowledge.md, "Truthfulness").

@@ -3,7 +3,7 @@ shop's own knowledge base, and does it abstain when they can't be?
 
 1. A fresh PostgreSQL database gets the demo shop, its intents and templates and the
    demo knowledge base, ingested in this process with the real pipeline; then the
-   evaluation adds its own articles (knowledge/eval/answers/articles.json) through
+   evaluation adds its own articles (bench/sets/answers/demo/articles.json) through
    ``knowledge.services``, as the admin does.
 2. Answer cards are drafted for every section (``knowledge.cards.cards_sync``, with
    ``--card-role``). The evaluation stands in for the support admin: it approves every
@@ -14,7 +14,7 @@ shop's own knowledge base, and does it abstain when they can't be?
    ``done`` frame (tier, guard, citations) are graded against the question's key:
    correct (every required fact present), contradicted (a forbidden phrase present),
    abstained (the bot said it doesn't know / offered a person), or other.
-4. The entailment checker alone, on its own test set (knowledge/eval/entailment).
+4. The entailment checker alone, on its own test set (bench/sets/entailment/demo).
 
 Figures are reported on the ``test`` split; the thresholds (card similarity, checker
 rules) were tuned on ``dev`` only. Bounded: fixed counts, every wait has a timeout,
@@ -39,7 +39,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "answers.json"
-EVAL = ROOT / "knowledge" / "eval"
+ANSWERS = ROOT / "bench" / "sets" / "answers" / "demo"
+ENTAILMENT = ROOT / "bench" / "sets" / "entailment" / "demo"
 DB_URL = "postgres://postgres@127.0.0.1:5432/tierdesk_bench_answers"
 REDIS_URL = "redis://127.0.0.1:6379/4"
 TARGETS = {
@@ -136,7 +137,7 @@ def knowledge_prepare(card_role: str) -> dict[str, Any]:
     intents_seed()
     templates_seed()
     knowledge_seed()
-    articles = json.loads((EVAL / "answers" / "articles.json").read_text(encoding="utf-8"))
+    articles = json.loads((ANSWERS / "articles.json").read_text(encoding="utf-8"))
     for article in articles:
         # The admin's path: a new document saved through the service, then ingested.
         document = services.document_create(
@@ -298,7 +299,7 @@ def rate(part: int, whole: int) -> float | None:
 def checker_evaluate(split: str) -> dict[str, Any]:
     from knowledge.entail import label_pair
 
-    pairs = [p for p in load_jsonl(EVAL / "entailment" / "pairs.jsonl") if p["split"] == split]
+    pairs = [p for p in load_jsonl(ENTAILMENT / "pairs.jsonl") if p["split"] == split]
     out: dict[str, Any] = {}
     for lang in ("en", "zh", "all"):
         subset = [p for p in pairs if lang == "all" or p["lang"] == lang]
@@ -452,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
         "--questions",
         default="",
         help="ask the questions of this JSONL file instead (same fields; e.g. the tuned-on "
-        "probe set knowledge/eval/answers/probe.jsonl, split 'probe')",
+        "probe set bench/sets/answers/demo/probe.jsonl, split 'probe')",
     )
     parser.add_argument(
         "--own-orders", type=int, default=20, help="signed-in shoppers asking L3 about their orders"
@@ -487,9 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     checker = {"test": checker_evaluate("test"), "dev": checker_evaluate("dev")}
     log(f"checker (test split): {checker['test']['all']}")
     kb = (knowledge_reuse() if args.reuse_kb else None) or knowledge_prepare(args.card_role)
-    questions = load_jsonl(
-        Path(args.questions) if args.questions else EVAL / "answers" / "questions.jsonl"
-    )
+    questions = load_jsonl(Path(args.questions) if args.questions else ANSWERS / "questions.jsonl")
     if args.split:
         questions = [q for q in questions if q["split"] == args.split]
     if args.ids:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-ANSWERS = ROOT / "knowledge" / "eval" / "answers"
+ANSWERS = ROOT / "bench" / "sets" / "answers" / "demo"
 TUNED = ("dev", "probe", "probe2", "probe3", "probe4", "probe5")
 
 

@@ -595,12 +595,12 @@ def why_l1_build(run: StepRun, sampler: CoreSampler | None) -> dict[str, Any]:
 def message_pools() -> dict[str, list[tuple[str, str]]]:
     """L2 and L3 messages, as (intent, text), that the router sends to that tier.
 
-    L2: the labelled knowledge questions (knowledge/eval/questions.jsonl, answerable
+    L2: the labelled knowledge questions (bench/sets/rag/demo/questions.jsonl, answerable
     ones). L3: the held-out ``complex_question`` messages (bench/sets/router/demo/heldout.tsv).
     Only those the router really sends to the tier are kept, so the load has the
     reference mix (router accuracy is ``make eval-router``'s business).
     """
-    from knowledge.evaluation import questions_load
+    from bench.rag_eval import questions_load
     from routing.router import route_message
 
     pools: dict[str, list[tuple[str, str]]] = {"L2": [], "L3": []}
@@ -1415,7 +1415,7 @@ def report_build(
             "message_sources": {
                 "L1": "bench/l1.py MIX (order status, delivery, refund, shipping; EN/ZH) "
                 "with the shopper's own order ids",
-                "L2": "knowledge/eval/questions.jsonl (answerable), those routed to L2",
+                "L2": "bench/sets/rag/demo/questions.jsonl (answerable), those routed to L2",
                 "L3": "bench/sets/router/demo/heldout.tsv complex_question, those routed to L3",
             },
             "message_pools": info.get("message_pools"),

@@ -145,8 +145,8 @@ def _synthetic_parts(real: list[Any], total: int, rng: random.Random) -> list[An
 
 
 def retrieval_bench(sizes: list[int], queries: int, seed: int) -> dict[str, Any]:
+    from bench.rag_eval import questions_load
     from knowledge import embedding
-    from knowledge.evaluation import questions_load
     from knowledge.index import snapshot_build
     from knowledge.retrieval import passages_retrieve
 
@@ -329,7 +329,7 @@ async def ws_l2(port: int, questions: list[dict[str, Any]], warmup: int) -> dict
 
 def websocket_bench(count: int, seed: int) -> dict[str, Any]:
     from bench.l1 import DaphneServer, free_port, redis_flush
-    from knowledge.evaluation import questions_load
+    from bench.rag_eval import questions_load
 
     os.environ["TIERDESK_BENCH_DATABASE_URL"] = os.environ["DATABASE_URL"]
     os.environ["TIERDESK_BENCH_REDIS_URL"] = os.environ["REDIS_URL"]

@@ -23,7 +23,7 @@ from inference.base import ChatMessage, GenerationRequest
 from inference.sanitize import prompt_sanitize
 
 from . import text as ktext
-from .entail import Coverage, character_share, question_coverage
+from .coverage import Coverage, character_share, question_coverage
 from .grounding import passage_extract
 from .retrieval import Passage, RetrievalResult, passages_retrieve
 
@@ -151,14 +151,15 @@ def other_goods(question: str, coverage: Coverage, passages: list[str]) -> list[
     a question about something else (the question's other words are all there, so the
     coverage check alone let it through)."""
     from . import lexicon
-    from .entail import _goods_covered, _normalise, _tokens
+    from .coverage import goods_covered
+    from .terms import normalise, tokens
 
-    text = _normalise(" ".join(" ".join(passages).split()))
-    stems = _tokens(text)
+    text = normalise(" ".join(" ".join(passages).split()))
+    stems = tokens(text)
     return [
         word
         for word in coverage.missing
-        if lexicon.is_goods(word) and not _goods_covered(word, text, stems)
+        if lexicon.is_goods(word) and not goods_covered(word, text, stems)
     ]
 
 
@@ -309,6 +310,25 @@ def judged_answer(
     return verdict
 
 
+def _card_answer(match: CardMatch, language: str) -> KnowledgeAnswer:
+    """An approved answer: the admin-reviewed text, no model on the hot path."""
+    return KnowledgeAnswer(
+        language=language,
+        text=match.row.answer,
+        citations=[match.citation()],
+        retrieval={
+            "answered": True,
+            "card": {
+                "id": match.row.card_id,
+                "score": round(match.score, 3),
+                "how": match.how,
+                "question": match.row.question,
+            },
+        },
+        card_id=match.row.card_id,
+    )
+
+
 def answer_plan(
     *,
     question: str,
@@ -322,22 +342,7 @@ def answer_plan(
     role = role or settings.TIERDESK_KB_ANSWER_ROLE
     match = approved_card(question=question, language=lang)
     if match is not None:
-        # An approved answer: the admin-reviewed text, no model on the hot path.
-        return KnowledgeAnswer(
-            language=lang,
-            text=match.row.answer,
-            citations=[match.citation()],
-            retrieval={
-                "answered": True,
-                "card": {
-                    "id": match.row.card_id,
-                    "score": round(match.score, 3),
-                    "how": match.how,
-                    "question": match.row.question,
-                },
-            },
-            card_id=match.row.card_id,
-        )
+        return _card_answer(match, lang)
     result = retrieval or passages_retrieve(question=question, language=lang, method=method)
     from .index import get_snapshot
 
@@ -424,10 +429,10 @@ def rule_answer(*, question: str, language: str, judge: bool = False) -> RuleAns
     words). None when the knowledge base doesn't answer it; the flow then only does
     its own part. Blocking (embedding, search).
 
-    Until 2026-12-01 the passage also had to hold 75% of the question's words; on the
-    dev split's questions L2's check alone gives the right rule for 78 instead of 59
-    (81 with ``coverage_first``), quotes no contradicting sentence under either bar,
-    and quotes a rule for the same one unanswerable question.
+    No extra bar on the share of the question's words the passage holds: on the dev
+    split's questions L2's check alone gives the right rule for 78 where a 75% bar
+    gives 59 (81 with ``coverage_first``), quotes no contradicting sentence under
+    either, and quotes a rule for the same one unanswerable question.
 
     ``judge``: where the coverage check refuses the passage, ask the answerability
     judge (``judged_answer``), as L2 does; the flow passes it for questions only, so

@@ -35,8 +35,10 @@ from inference.versioned import VersionedCache
 
 from . import entail, ingest
 from . import text as ktext
+from .coverage import question_coverage
 from .index import KB_VERSION
 from .models import AnswerCard, Document
+from .question_type import is_yes_no
 
 logger = logging.getLogger(__name__)
 
@@ -487,8 +489,8 @@ def zh_card_score(pairs: frozenset[str], row: CardRow) -> float:
 
 def card_covers(question: str, row: CardRow) -> bool:
     """The card holds what the question is about: L2's coverage rule for passages
-    (``entail.question_coverage``), on everything the card says, numbers left out."""
-    coverage = entail.question_coverage(question, [row.material], numbers=False)
+    (``coverage.question_coverage``), on everything the card says, numbers left out."""
+    coverage = question_coverage(question, [row.material], numbers=False)
     return coverage.answers
 
 
@@ -497,7 +499,7 @@ def card_match(
 ) -> CardMatch | None:
     """The card to serve for ``question``, or None (blocking: may embed).
 
-    Thresholds (tuned on the dev split of knowledge/eval/answers, docs/knowledge.md):
+    Thresholds (tuned on the dev split of bench/sets/answers/demo, docs/knowledge.md):
     a phrasing by cosine (``TIERDESK_KB_CARD_MIN_SIMILARITY``) or the heading+answer
     by cosine (``TIERDESK_KB_CARD_MIN_ANSWER_SIMILARITY``) where the embedder is
     trusted; shared words with a phrasing (Jaccard, ``TIERDESK_KB_CARD_MIN_OVERLAP``);
@@ -543,7 +545,7 @@ def card_match(
             score = zh_card_score(pairs, row)
             if score >= settings.TIERDESK_KB_CARD_MIN_ZH_COVERAGE:
                 candidates.append(CardMatch(row, score, "characters"))
-    if entail.is_yes_no(question):
+    if is_yes_no(question):
         # A yes/no question asks whether one thing holds: a card that leaves out what
         # it is about can't say yes or no to it ("can I pause my premium subscription
         # for a month?" matched the card on cancelling it). Numbers don't count: a

@@ -1,7 +1,7 @@
 """A second opinion where L2's lexical coverage check refuses a passage: the reader
 model is asked whether the passage answers the question, yes or no.
 
-The coverage check (``entail.question_coverage``) counts a question word the passage
+The coverage check (``coverage.question_coverage``) counts a question word the passage
 doesn't contain as "not covered"; a shopper's own word for the thing ("coat" for
 "jacket", 理由 for 原因) then turns an answerable question into "I don't know". The
 model reads meaning rather than words. It only ever widens what may be *attempted*:

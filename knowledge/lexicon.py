@@ -16,9 +16,15 @@ question:
   "electronics" answers a question about phones, one about "someone else" a question
   about a husband; never the other way round.
 
-Not used by the entailment check (``entail.claim_check``): a generated sentence must
-still say what the passage says in the passage's own terms, so a synonym here can make
-a question count as answered, never a claim count as backed.
+The entailment check (``entail.claim_check``) uses neither: a generated sentence must
+still say what the passage says in the passage's own terms, so a word in ``SAME`` can
+make a question count as answered, never a claim count as backed. It reads a third,
+much shorter relation instead, ``CLAIM_SAME`` (``claim_stem``): the few words a shop's
+answers use interchangeably ("buy" backs "purchase"), each pair one more way for a
+claim to pass. The two are kept apart on purpose: merging them would let every
+question-side synonym back a claim.
+
+Goods in general (items, products, clothes, 商品...) are ``text.GOODS_IN_GENERAL``.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from . import numerals
 from . import text as ktext
 
 # English: one group per line (words, stemmed when read).
@@ -119,8 +126,32 @@ _GOODS_ZH = """
 夹克 外套 抓绒 牛仔裤 裤子 衬衫 T恤 上衣 毛衣 卫衣 靴子 登山靴 鞋 鞋子 运动鞋 跑鞋
 头盔 背包 包 包包 帽子 袜子
 """
-_GENERAL_EN = "item items product products clothes clothing"
-_GENERAL_ZH = "商品 物品 东西 衣服"
+# The entailment check's own relation: a stem (as ``ktext.index_tokens`` makes it, not
+# stemmed again) and the stems that count as it in a claim.
+CLAIM_SAME = """
+purchas: buy bought
+price: cost
+fee: charg
+ship: deliveri deliv arriv
+return: send
+wash: clean launder
+pickup: pick
+colour: color
+买: 购买 购
+退: 退货
+配送: 送达 发货 运送
+"""
+_CLAIM_STEMS = {
+    word: line.split(":")[0]
+    for line in CLAIM_SAME.strip().splitlines()
+    for word in line.split(":")[1].split()
+}
+
+
+def claim_stem(stem: str) -> str:
+    """The stem a claim's word is compared as (``CLAIM_SAME``): "buy" -> "purchas",
+    "退货" -> "退"; any other stem as it is."""
+    return _CLAIM_STEMS.get(stem, stem)
 
 
 def is_goods(word: str) -> bool:
@@ -163,11 +194,10 @@ def _tables(zh: bool, broader: bool, goods_in_general: bool) -> dict[str, frozen
     """{English stem or Chinese word: its alternatives}: the same words; with
     ``broader`` also what covers it; with ``goods_in_general`` also items in general
     for a kind of goods."""
-    same, wider, goods, general = (
-        (_SAME_ZH, _BROADER_ZH, _GOODS_ZH, _GENERAL_ZH)
-        if zh
-        else (_SAME_EN, _BROADER_EN, _GOODS_EN, _GENERAL_EN)
+    same, wider, goods = (
+        (_SAME_ZH, _BROADER_ZH, _GOODS_ZH) if zh else (_SAME_EN, _BROADER_EN, _GOODS_EN)
     )
+    general = [w for w in ktext.GOODS_IN_GENERAL if ktext.has_cjk(w) == zh]
     out: dict[str, set[str]] = {}
     for group in _groups(same, zh=zh):
         for word in group:
@@ -176,7 +206,7 @@ def _tables(zh: bool, broader: bool, goods_in_general: bool) -> dict[str, frozen
         for word, wide in _broader(wider, zh=zh).items():
             out.setdefault(word, set()).update(wide)
     if goods_in_general:
-        kinds = {w if zh else _stem(w) for w in general.split()}
+        kinds = {w if zh else _stem(w) for w in general}
         for word in goods.split():
             out.setdefault(word if zh else _stem(word), set()).update(kinds)
     return {w: frozenset(a - {w}) for w, a in out.items()}
@@ -208,7 +238,6 @@ def expand_tokens(tokens: list[str]) -> list[str]:
 # for, not what the question is about; and the modal or motion verbs jieba glues to the
 # next word ("能升", "要花", "去取", "钱能").
 _ZH_QUANTITY = re.compile(r"^[零一二两三四五六七八九十百几\d]+[年天日月周张个件条次块元小时]+$")
-_ZH_DIGITS = str.maketrans("零一二两三四五六七八九", "01223456789")
 _ZH_GLUED = frozenset("能要会可想去得是")
 
 
@@ -223,24 +252,24 @@ def _zh_found(word: str, passage: str) -> bool:
 def keyword_coverage(keywords: list[str], passage: str, passage_terms: frozenset[str]) -> float:
     """Share of the question's keywords found in a passage: English keywords by stem,
     Chinese ones as substrings (no segmentation mismatch possible), and the shop's other
-    words for each. Here, not in knowledge.text, which this module builds on: the two
-    importing each other was an import cycle.
+    words for each. Here, not in knowledge.text: it needs this module's words, and this
+    module builds on knowledge.text.
 
-    Since session 12, as in L2's coverage check: goods in general ("things", 东西, 衣服)
+    As in L2's coverage check: goods in general ("things", 东西, 衣服)
     count neither way; a Chinese quantity ("两年", "一天") counts when the passage has
     it in digits ("2年") and is left out otherwise; and a two-character word glued to a
     modal or motion verb ("能升", "要花", "去取") is looked up by its other character.
     "过了两年修拉链要多少钱" found 2 of 5 words in the repairs-after-2-years section,
     "代金券一天最多能领几张" 2 of 5 in the voucher's."""
-    stem = ktext._stemmer().stemWord
+    stem = ktext.stemmer().stemWord
     found = 0
     counted = 0
     for word in keywords:
         if word.lower() in ktext.GENERIC_NOUNS:
             continue
-        if ktext._IS_CJK.match(word):
+        if ktext.IS_CJK.match(word):
             if _ZH_QUANTITY.match(word):
-                if word.translate(_ZH_DIGITS).replace("几", "") in passage:
+                if numerals.zh_digits_as_arabic(word).replace("几", "") in passage:
                     found += 1
                     counted += 1
                 continue

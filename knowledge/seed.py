@@ -10,12 +10,12 @@
   (chatbot/orders/seed.py), sizes and materials its catalogue (products.json). Where
   no source states a fact (gift-card expiry, membership thresholds, prices of extra
   services) the demo shop's own rule is written once and kept the same in both
-  languages and in the answer evaluation (knowledge/eval/answers/). Care advice is
+  languages and in the answer evaluation (bench/sets/answers/demo/). Care advice is
   never invented: the articles point to the care label.
 - ``seed_data/zh/*.md``: the main policies in Chinese, with the same facts.
 
-The key ``store-policy`` is kept for the orders article (it used to hold wiki.md as
-is, agent instructions and all), so the retrieval evaluation's labels still apply.
+The orders article's key is ``store-policy``, the key the retrieval evaluation's
+labels (bench/sets/rag/demo) name it by.
 
 Idempotent: documents are keyed by ``seed_key``; an existing one is never overwritten
 (support admins may have edited it), and one a support admin deleted is not created

@@ -306,12 +306,62 @@ def documents_missing_multilingual() -> list[int]:
     )
 
 
+def _drafts_embed(
+    document: Document, drafts: list[ingest.ChunkDraft], total: int
+) -> tuple[list[Any], list[Any]]:
+    """The chunks' vectors, in batches that report progress, and their multilingual
+    vectors (None for a language the multilingual embedder doesn't take)."""
+    from . import embedding, multilingual
+
+    texts = [
+        ingest.embedding_text(title=document.title, heading=d.heading, text=d.text) for d in drafts
+    ]
+    vectors: list[Any] = []
+    batch = 16
+    for start in range(0, len(texts), batch):
+        vectors.extend(embedding.embed_texts(texts[start : start + batch]))
+        _progress(document.pk, min(start + batch, len(texts)), total)
+
+    # Chinese (by default) also gets the multilingual vector: MiniLM doesn't read it.
+    multilingual_vectors: list[Any] = (
+        list(multilingual.embed_passages(texts))
+        if multilingual.enabled_for(document.language)
+        else [None] * len(texts)
+    )
+    return vectors, multilingual_vectors
+
+
+def _chunks(
+    document_id: int,
+    drafts: list[ingest.ChunkDraft],
+    vectors: list[Any],
+    multilingual_vectors: list[Any],
+    content_hash: str,
+) -> list[Chunk]:
+    from . import embedding
+
+    return [
+        Chunk(
+            document_id=document_id,
+            position=d.position,
+            anchor=d.anchor,
+            heading=d.heading,
+            text=d.text,
+            token_count=d.token_count,
+            embedding=embedding.to_bytes(vector),
+            embedding_multilingual=None if other is None else embedding.to_bytes(other),
+            content_hash=content_hash,
+        )
+        for d, vector, other in zip(drafts, vectors, multilingual_vectors, strict=True)
+    ]
+
+
 def document_ingest(*, document_id: int, force: bool = False) -> IngestOutcome:
     """Parse, chunk, embed and summarise one document, then swap its chunks in.
 
     Idempotent: content already ingested (same hash) is skipped; a document edited
     while we worked is left to the task its edit queued ("stale")."""
-    from . import embedding, multilingual
+    from . import embedding
 
     started = time.perf_counter()
     document = Document.objects.filter(pk=document_id).first()
@@ -340,21 +390,7 @@ def document_ingest(*, document_id: int, force: bool = False) -> IngestOutcome:
     total = len(drafts) + 1
     _progress(document_id, 0, total)
 
-    texts = [
-        ingest.embedding_text(title=document.title, heading=d.heading, text=d.text) for d in drafts
-    ]
-    vectors: list[Any] = []
-    batch = 16
-    for start in range(0, len(texts), batch):
-        vectors.extend(embedding.embed_texts(texts[start : start + batch]))
-        _progress(document_id, min(start + batch, len(texts)), total)
-
-    # Chinese (by default) also gets the multilingual vector: MiniLM doesn't read it.
-    multilingual_vectors: list[Any] = (
-        list(multilingual.embed_passages(texts))
-        if multilingual.enabled_for(document.language)
-        else [None] * len(texts)
-    )
+    vectors, multilingual_vectors = _drafts_embed(document, drafts, total)
 
     summary = document_summarise(document=document, sections=sections)
     summary_vector = embedding.embed_texts([f"{document.title}\n{summary}"])[0]
@@ -367,20 +403,7 @@ def document_ingest(*, document_id: int, force: bool = False) -> IngestOutcome:
             return IngestOutcome("stale")
         Chunk.objects.filter(document_id=document_id).delete()
         Chunk.objects.bulk_create(
-            [
-                Chunk(
-                    document_id=document_id,
-                    position=d.position,
-                    anchor=d.anchor,
-                    heading=d.heading,
-                    text=d.text,
-                    token_count=d.token_count,
-                    embedding=embedding.to_bytes(vector),
-                    embedding_multilingual=None if other is None else embedding.to_bytes(other),
-                    content_hash=content_hash,
-                )
-                for d, vector, other in zip(drafts, vectors, multilingual_vectors, strict=True)
-            ]
+            _chunks(document_id, drafts, vectors, multilingual_vectors, content_hash)
         )
         Document.objects.filter(pk=document_id).update(
             status=Document.Status.READY,
@@ -404,7 +427,7 @@ def document_ingest(*, document_id: int, force: bool = False) -> IngestOutcome:
 
 
 def document_summarise(*, document: Document, sections: list[ingest.Section]) -> str:
-    """At most TIERDESK_KB_SUMMARY_WORDS words, by the fast model (SPEC); an
+    """At most TIERDESK_KB_SUMMARY_WORDS words, by the fast model (docs/product.md); an
     extractive summary when the model is off, fails, or writes something unusable."""
     max_words = settings.TIERDESK_KB_SUMMARY_WORDS
     fallback = ingest.summary_fallback(

@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _RUNS = re.compile(rf"[{_CJK}]+|[^{_CJK}]+")
-_IS_CJK = re.compile(rf"[{_CJK}]")
+IS_CJK = re.compile(rf"[{_CJK}]")
 _WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
@@ -66,7 +66,7 @@ ZH_FILLER_CHARS = frozenset(
 
 
 @lru_cache(maxsize=1)
-def _stemmer() -> Any:
+def stemmer() -> Any:
     import Stemmer
 
     return Stemmer.Stemmer("english")
@@ -98,7 +98,7 @@ def _jieba() -> Any:
 
 
 def has_cjk(text: str) -> bool:
-    return bool(_IS_CJK.search(text))
+    return bool(IS_CJK.search(text))
 
 
 def _en_words(run: str) -> list[str]:
@@ -113,7 +113,7 @@ def words(text: str) -> list[str]:
     """All words, stop words included (for the groundedness check)."""
     out: list[str] = []
     for run in _RUNS.findall(text):
-        out.extend(_zh_words(run) if _IS_CJK.match(run) else _en_words(run))
+        out.extend(_zh_words(run) if IS_CJK.match(run) else _en_words(run))
     return out
 
 
@@ -121,7 +121,7 @@ def content_words(text: str) -> list[str]:
     """Words that carry meaning: stop words, politeness and punctuation dropped."""
     out: list[str] = []
     for run in _RUNS.findall(text):
-        if _IS_CJK.match(run):
+        if IS_CJK.match(run):
             out.extend(w for w in _zh_words(run) if w not in ZH_STOPWORDS)
         else:
             out.extend(
@@ -138,10 +138,10 @@ def index_tokens(text: str) -> list[str]:
     """BM25 terms: content words with English words stemmed; Chinese runs also give
     their character bigrams, the standard remedy when the question and the article
     segment differently ("裤长" / "裤子长度", "补一次货" / "补货")."""
-    stem = _stemmer().stemWord
+    stem = stemmer().stemWord
     out: list[str] = []
     for run in _RUNS.findall(text):
-        if _IS_CJK.match(run):
+        if IS_CJK.match(run):
             out.extend(w for w in _zh_words(run) if w not in ZH_STOPWORDS)
             out.extend(b for b in _bigrams(run) if b not in ZH_STOPWORDS)
         else:
@@ -158,11 +158,11 @@ def zh_content_runs(text: str) -> list[str]:
     cut wherever a stop word or question word stands: "密码忘了怎么办" -> ["密码忘"]."""
     runs: list[str] = []
     for run in _RUNS.findall(text):
-        if not _IS_CJK.match(run):
+        if not IS_CJK.match(run):
             continue
         current = ""
         for word in _jieba().lcut(run):
-            if word in ZH_STOPWORDS or not _IS_CJK.match(word):
+            if word in ZH_STOPWORDS or not IS_CJK.match(word):
                 if current:
                     runs.append(current)
                 current = ""
@@ -176,23 +176,23 @@ def zh_content_runs(text: str) -> list[str]:
 def zh_chars_found(word: str, passage: str) -> bool:
     """A three-character Chinese word that jieba cut as one ("登山鞋", "会员卡") counts
     as in the passage when two of its characters are: the passage says 登山靴 and 会员
-    (L2's coverage check, ``entail.question_coverage``, finds such words the same way).
+    (L2's coverage check, ``coverage.question_coverage``, finds such words the same way).
     Not a word of four or more: those are set phrases ("货到付款", cash on delivery,
     is not the 付款 and 退款 of the payment passage), and a two-character word must be
     there as it is."""
-    chars = [ch for ch in word if _IS_CJK.match(ch)]
+    chars = [ch for ch in word if IS_CJK.match(ch)]
     return len(chars) == 3 and sum(ch in passage for ch in chars) >= 2
 
 
 def question_keywords(text: str) -> list[str]:
-    """The question as intent keywords (SPEC): what it is about, without the filler.
+    """The question as intent keywords (docs/product.md): what it is about, without the filler.
 
     Chinese is segmented in jieba's precise mode here (no overlapping sub-words, so
     coverage isn't inflated). Order is kept and duplicates dropped; an empty result (a
     question made only of filler) falls back to all words."""
     seen: dict[str, None] = {}
     for run in _RUNS.findall(text):
-        if _IS_CJK.match(run):
+        if IS_CJK.match(run):
             for word in _jieba().lcut(run):
                 if word.strip() and word not in ZH_STOPWORDS:
                     seen.setdefault(word, None)
@@ -207,12 +207,15 @@ def question_keywords(text: str) -> list[str]:
 
 
 # -- nouns: what a question is about ------------------------------------------------------------
-# Words for the shop's goods in general, and measure nouns: "worn stuff", "a pair of
-# shoes", 衣服 name no particular thing a passage would have to mention.
-GENERIC_NOUNS = wordset(
+# The shop's goods in general: a rule stated for them covers every kind of goods
+# (knowledge.lexicon: a rule about "items" answers a question about a jacket).
+GOODS_IN_GENERAL = wordset("item items product products clothes clothing 商品 物品 东西 衣服")
+# Those, other words for goods and measure nouns: "worn stuff", "a pair of shoes", 衣服
+# name no particular thing a passage would have to mention.
+GENERIC_NOUNS = GOODS_IN_GENERAL | wordset(
     """
-    stuff thing things item items product products goods clothes clothing pair pairs piece
-    pieces lot bit kind kinds way ways time times 东西 衣服 商品 物品 东东 货
+    stuff thing things goods pair pairs piece pieces lot bit kind kinds way ways time times
+    东东 货
     """
 )
 # The shopper describing themselves ("I'm gold, ...", "我是银卡，..."): context for the
@@ -258,7 +261,7 @@ def specific_nouns(question: str) -> frozenset[str]:
     text = _SELF.sub(" ", question)
     out: set[str] = set()
     for run in _RUNS.findall(text):
-        if _IS_CJK.match(run):
+        if IS_CJK.match(run):
             import jieba.posseg
 
             _jieba()
@@ -295,7 +298,7 @@ def predicate_words(question: str) -> frozenset[str]:
     and adverb flags). Blocking (CPU)."""
     out: set[str] = set()
     for run in _RUNS.findall(question):
-        if _IS_CJK.match(run):
+        if IS_CJK.match(run):
             import jieba.posseg
 
             _jieba()
@@ -315,7 +318,7 @@ def numbers(text: str) -> list[str]:
 def estimate_tokens(text: str) -> int:
     """A cheap, slightly pessimistic token count for budgeting prompts: CJK characters
     count one each, other words 1.4 (sub-word splits), punctuation adds a little."""
-    cjk = len(_IS_CJK.findall(text))
+    cjk = len(IS_CJK.findall(text))
     other = len(re.findall(r"[A-Za-z0-9]+", text))
     punct = len(re.findall(r"[^\w\s]", text))
     return int(cjk + other * 1.4 + punct * 0.5) + 1
@@ -331,7 +334,7 @@ def language_detect(text: str) -> str:
     are weighed against latin *words*, not letters: "我的order到哪了" is Chinese,
     "cancel 订单 please" is English.
     """
-    cjk = len(_IS_CJK.findall(text))
+    cjk = len(IS_CJK.findall(text))
     if not cjk:
         return "en"
     latin_words = len(_LATIN_WORD_RE.findall(text))
@@ -362,8 +365,8 @@ def is_refusal(sentence: str) -> bool:
     return bool(REFUSAL.search(sentence))
 
 
-# Words that state an exception or a limit. Here, not in entail.py, because the
-# extract builder (grounding.py) needs it too and entail.py imports grounding.py.
+# Words that state an exception or a limit: the entailment check and the extract builder
+# (grounding.py) both need them, and grounding.py sits below the entailment modules.
 _QUAL_EN = re.compile(
     r"\b(only|except|excepting|unless|excluding|exclusively|as long as|provided that|"
     r"but not|other than|apart from|solely|just)\b",

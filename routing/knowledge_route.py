@@ -32,6 +32,8 @@ from dataclasses import replace
 
 from django.conf import settings
 
+from knowledge import question_type
+
 from . import types as rt
 from .order_ids import order_id_find
 
@@ -42,12 +44,6 @@ _PERSONAL = re.compile(
     r"\b(my|our)\s+(order|package|parcel|delivery|refund|return|shipment|purchase|item|"
     r"items|exchange|tracking)s?\b|\b(it|this one|that one)\b\s*(\?|$)|"
     r"我的订单|我的包裹|我的快递|我的退款|我的退货|这个订单|这单|订单号",
-    re.IGNORECASE,
-)
-_QUESTION = re.compile(
-    r"[?？]\s*$|^\s*(how|what|when|where|which|who|why|can|could|do|does|did|is|are|was|"
-    r"will|would|should|if|any|anything)\b|吗|呢|怎么|怎样|如何|多久|多少|多长|什么|哪|几|"
-    r"能不能|可不可以|是否|有没有",
     re.IGNORECASE,
 )
 # A question about the rule rather than a request or a status question, asked about
@@ -85,7 +81,10 @@ def is_personal(text: str) -> bool:
 
 
 def is_question(text: str) -> bool:
-    return bool(_QUESTION.search(text))
+    """Whether the message asks something rather than requests it: knowledge's
+    ``question_type.is_question``, broader than the coverage check's ``is_yes_no`` and
+    ``is_wh`` (its docstring lists the differences)."""
+    return question_type.is_question(text)
 
 
 def is_rule_question(text: str) -> bool:
@@ -110,7 +109,7 @@ def unknown_question(decision: rt.RouteDecision, text: str) -> bool:
         return False  # "what's the weather in Paris?": the menu says what the bot is for
     if not is_question(text):
         return False
-    from knowledge.entail import question_coverage
+    from knowledge.coverage import question_coverage
 
     return bool(question_coverage(text, []).terms)
 
@@ -149,7 +148,7 @@ def knowledge_route(decision: rt.RouteDecision, *, text: str, language: str) -> 
         how = f"card {card.row.card_id} ({card.how} {card.score:.2f})"
     else:
         from knowledge.answer import coverage_first, passage_material
-        from knowledge.entail import question_coverage
+        from knowledge.coverage import question_coverage
         from knowledge.retrieval import passages_retrieve
 
         result = passages_retrieve(question=text, language=lang)

@@ -13,4 +13,4 @@ unset DATABASE_URL REDIS_URL
 rm -rf "$TIERDESK_VAR_DIR"
 mkdir -p "$TIERDESK_VAR_DIR"
 .venv/bin/python manage.py migrate --verbosity 0
-exec timeout --signal=TERM 3000 .venv/bin/python manage.py eval_rag "$@"
+exec timeout --signal=TERM 3000 .venv/bin/python -m bench.rag_eval "$@"

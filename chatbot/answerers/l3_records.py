@@ -310,7 +310,7 @@ def kb_extract(question: str, passages: list[Any]) -> str:
     about (L2's coverage check); "" otherwise, so an unrelated article is never quoted
     as the answer."""
     from knowledge.answer import coverage_first, passage_material
-    from knowledge.entail import question_coverage
+    from knowledge.coverage import question_coverage
     from knowledge.grounding import passage_extract
 
     if not passages:

@@ -300,6 +300,7 @@ class EntailmentGuard:
         words, so nothing is added that the shop didn't write, and nothing shown is
         withdrawn. Blocking."""
         from knowledge import entail
+        from knowledge.coverage import question_coverage
 
         if not self.extract:
             return ""
@@ -314,8 +315,8 @@ class EntailmentGuard:
             # After a dropped sentence, only when the passage's sentences hold more of
             # the question than what was shown: a dropped aside ("soak them overnight")
             # takes nothing from an answer that already says what was asked.
-            before = entail.question_coverage(self.question, [shown]).share
-            after = entail.question_coverage(self.question, [shown, self.extract]).share
+            before = question_coverage(self.question, [shown]).share
+            after = question_coverage(self.question, [shown, self.extract]).share
             if after <= before:
                 return ""
 

@@ -208,7 +208,7 @@ def test_an_articles_intro_does_not_beat_the_section_that_states_the_rule() -> N
     assert coverage_first("order", [other, rule]) == [other, rule]
 
 
-# -- what the shopper gets when the check drops part of the reader's answer (#14) -----------
+# -- what the shopper gets when the check drops part of the reader's answer ----------------
 MEMBERSHIP_ZH = (
     "会员等级有效期到下一个自然年年底。"
     "如果没有再次达到消费门槛，会在1月1日降一级，每次最多只降一级。"

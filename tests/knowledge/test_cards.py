@@ -113,7 +113,7 @@ def test_an_answer_the_section_does_not_back_cannot_be_approved() -> None:
 def test_support_admin_reviews_cards_in_admin(client: Client) -> None:
     doc = ingest()
     # A member of the "support admins" group, not a superuser: the group's own rights
-    # must cover the review (it lacked the answer-card permissions until session 13).
+    # must cover the review (the answer-card permissions are the group's, not a superuser's).
     admin = User.objects.create_user("mia", "mia@example.com", "pw", is_staff=True)
     admin.groups.add(Group.objects.get(name=SUPPORT_ADMINS))
     client.force_login(admin)
@@ -185,7 +185,7 @@ def test_chinese_cards_weigh_what_their_heading_names() -> None:
 
 def test_an_order_flow_gets_the_rule_from_the_card_or_a_covering_passage() -> None:
     from knowledge.answer import passage_material, rule_answer
-    from knowledge.entail import question_coverage
+    from knowledge.coverage import question_coverage
     from knowledge.retrieval import passages_retrieve
 
     def top(question: str) -> Any:
@@ -203,8 +203,8 @@ def test_an_order_flow_gets_the_rule_from_the_card_or_a_covering_passage() -> No
     rule = rule_answer(question="do gift cards expire?", language="en")
     assert rule is not None and rule.how == "passage" and "36 months" in rule.text
     assert "card_id" not in rule.citations[0]
-    # A passage holding what the question asks about, though not 75% of its words (the
-    # bar until 2026-12-01): its own sentences, as L2 would have them.
+    # A passage holding what the question asks about, though not 75% of its words (no
+    # such bar, see ``rule_answer``): its own sentences, as L2 would have them.
     question = "does the gift card my aunt gave me expire?"
     assert question_coverage(question, [passage_material(top(question))]).share < 0.75
     rule = rule_answer(question=question, language="en")
@@ -230,7 +230,7 @@ def test_a_yes_no_question_gets_a_card_only_if_the_card_holds_what_it_asks(
 
 
 def test_yes_no_questions_are_told_from_questions_asking_what_or_how() -> None:
-    from knowledge.entail import is_yes_no
+    from knowledge.question_type import is_yes_no
 
     for question in (
         "can I pause my premium subscription?",

@@ -24,7 +24,7 @@ WRAP = (
 @pytest.mark.parametrize(
     ("premise", "claim", "label"),
     [
-        # The flipped negation the old word-overlap check passed (#14).
+        # A flipped negation, which a word-overlap check passes.
         (GIFT, "Gift cards do not expire.", "contradicted"),
         (GIFT, "No, gift cards never expire.", "contradicted"),
         (GIFT, "Gift cards expire 12 months after purchase.", "contradicted"),
@@ -72,7 +72,7 @@ EXCHANGE = (
     ("premise", "claim", "label"),
     [
         # A rule and its exception in the passage: restating the rule is backed by it,
-        # not contradicted by the exception (session 13: dev pairs en-p059, en-p075) ...
+        # not contradicted by the exception (dev pairs en-p059, en-p075) ...
         (
             EXCHANGE,
             "You can exchange an item for a different size of the same product.",

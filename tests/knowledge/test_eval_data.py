@@ -1,8 +1,8 @@
-"""The demo knowledge base and the evaluation data of issue #14 agree with each other.
+"""The demo knowledge base and its truthfulness evaluation data agree with each other.
 
-knowledge/eval/answers/questions.jsonl keys `make eval-answers`: if a required fact of a
+bench/sets/answers/demo/questions.jsonl keys `make eval-answers`: if a required fact of a
 question were not in the section it cites, a correct bot would be scored wrong (and a
-wrong one right). knowledge/eval/entailment/pairs.jsonl is the entailment checker's test
+wrong one right). bench/sets/entailment/demo/pairs.jsonl is the entailment checker's test
 set: its premises must be the KB's own text. The seed articles must speak to shoppers
 (no agent instructions) and quote the shop's shipping options as the database has them.
 """
@@ -22,7 +22,9 @@ from chatbot.orders.seed import DEFAULT_SHIPPING_OPTIONS
 from knowledge.ingest import document_sections
 from knowledge.seed import ARTICLES, STORE_POLICY, article_path
 
-EVAL = Path(__file__).resolve().parents[2] / "knowledge" / "eval"
+SETS = Path(__file__).resolve().parents[2] / "bench" / "sets"
+ANSWERS = SETS / "answers" / "demo"
+ENTAILMENT = SETS / "entailment" / "demo"
 QUESTION_KEYS = {"id", "lang", "split", "kind", "trap", "question", "expect", "contradict"}
 QUESTION_KEYS |= {"doc", "section"}
 PAIR_KEYS = {"id", "lang", "split", "premise", "hypothesis", "label", "kind", "doc", "section"}
@@ -37,7 +39,7 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def articles() -> list[dict[str, Any]]:
-    data: list[dict[str, Any]] = json.loads((EVAL / "answers" / "articles.json").read_text())
+    data: list[dict[str, Any]] = json.loads((ANSWERS / "articles.json").read_text())
     return data
 
 
@@ -56,12 +58,12 @@ def sections(articles: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def questions() -> list[dict[str, Any]]:
-    return _jsonl(EVAL / "answers" / "questions.jsonl")
+    return _jsonl(ANSWERS / "questions.jsonl")
 
 
 @pytest.fixture(scope="module")
 def pairs() -> list[dict[str, Any]]:
-    return _jsonl(EVAL / "entailment" / "pairs.jsonl")
+    return _jsonl(ENTAILMENT / "pairs.jsonl")
 
 
 def _dev_share_ok(rows: list[dict[str, Any]], stratum: str) -> None:
@@ -193,7 +195,7 @@ def test_shipping_articles_quote_the_shops_options(sections: dict[str, dict[str,
 def test_the_grader_counts_only_a_real_abstention() -> None:
     """`make eval-answers` grades "abstained" only for a reply that says the shop doesn't
     know or offers a person, in both languages; the clarify menu asks again and is no
-    abstention (it used to count in English through "not sure", not in Chinese)."""
+    abstention ("not sure" is in the English menu, so it is no abstention word)."""
     from bench.answers import grade
     from knowledge.answer import DONT_KNOW, NO_RULE
 
@@ -218,18 +220,13 @@ def test_the_grader_counts_only_a_real_abstention() -> None:
 def test_the_probe_set_is_keyed_like_the_questions(
     questions: list[dict[str, Any]], sections: dict[str, dict[str, str]]
 ) -> None:
-    """knowledge/eval/answers/probe.jsonl: questions written in session 10 to find
-    failure modes beyond the dev split, and tuned on (split "probe", never reported as
-    held out); probe2.jsonl: session 11's, written from the articles before the changes
-    it measures (split "probe2"); probe3.jsonl: session 12's, written the same way and
-    kept as a final check, never tuned on (split "probe3"), then tuned on in session 13;
-    probe4.jsonl: session 13's held-out set, written before its changes (split "probe4"),
-    then tuned on in session 14; probe5.jsonl: session 14's held-out set (split "probe5"),
-    then tuned on in session 15; probe6.jsonl: session 15's held-out set (split "probe6");
-    probe7.jsonl: session 16's held-out set (split "probe7").
-    Same keys and the same grading contract as questions.jsonl."""
+    """bench/sets/answers/demo/probe*.jsonl: further question sets beside the dev and
+    test splits, each written from the articles before the changes it measured (split
+    "probe", "probe2" ... "probe7"; which of them were tuned on is in
+    bench/sets/answers/demo's history and docs/benchmarks.md). Same keys and the same
+    grading contract as questions.jsonl, and no id shared with it."""
     names = ("probe", "probe2", "probe3", "probe4", "probe5", "probe6", "probe7")
-    probes = [p for name in names for p in _jsonl(EVAL / "answers" / f"{name}.jsonl")]
+    probes = [p for name in names for p in _jsonl(ANSWERS / f"{name}.jsonl")]
     assert not {p["id"] for p in probes} & {q["id"] for q in questions}
     assert len({p["id"] for p in probes}) == len(probes)
     for p in probes:

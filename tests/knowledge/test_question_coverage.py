@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge import cards, entail, ingest, services
+from knowledge import cards, ingest, services
 from knowledge import text as ktext
 from knowledge.answer import answer_plan
+from knowledge.coverage import figure_kind, question_coverage
 from knowledge.models import AnswerCard
+from knowledge.question_type import is_wh
 
 WARRANTY = (
     "Every pair of boots has a one-year warranty against defects in materials and "
@@ -18,20 +20,20 @@ WARRANTY = (
 
 
 def test_a_question_about_something_the_passage_never_mentions_is_not_covered() -> None:
-    asked = entail.question_coverage("is the leather on your boots ethically sourced?", [WARRANTY])
+    asked = question_coverage("is the leather on your boots ethically sourced?", [WARRANTY])
     assert asked.missing == ["ethically", "sourced"] and not asked.answers
     # The shop's words for the same thing count ("bought" is "purchase"), and how it
     # is asked ("how fast", "whats", "..., right?") is not what it is about.
-    covered = entail.question_coverage(
+    covered = question_coverage(
         "whats the warranty on boots I bought, right?", ["Boots purchased here: " + WARRANTY]
     )
     assert covered.missing == [] and covered.answers
     # One word missing is a paraphrase, not a new topic.
-    assert entail.question_coverage("does the boot warranty cover stitching?", [WARRANTY]).answers
+    assert question_coverage("does the boot warranty cover stitching?", [WARRANTY]).answers
     # American spelling and "pick up" find the shop's "colours" and "pickup".
     jacket = "The jacket comes in three colours. Store pickup is free."
-    assert entail.question_coverage("what colors does the jacket come in", [jacket]).missing == []
-    assert entail.question_coverage("can I pick up in a store", [jacket]).missing == []
+    assert question_coverage("what colors does the jacket come in", [jacket]).missing == []
+    assert question_coverage("can I pick up in a store", [jacket]).missing == []
 
 
 EXPRESS = "Express shipping costs $14.99 and takes 1 to 2 business days."
@@ -40,41 +42,37 @@ EXPRESS = "Express shipping costs $14.99 and takes 1 to 2 business days."
 def test_a_yes_no_question_about_a_thing_the_passage_never_names_is_not_covered() -> None:
     """One missing word passes as a paraphrase, but not the noun a yes/no question is
     about: the Express passage says nothing about weekends."""
-    weekends = entail.question_coverage("does express shipping deliver on weekends?", [EXPRESS])
+    weekends = question_coverage("does express shipping deliver on weekends?", [EXPRESS])
     assert weekends.missing == ["weekends"] and weekends.missing_nouns == ["weekends"]
     assert not weekends.answers
     # Routing keeps its bar (nouns=False): L2 gets the question and says it doesn't know.
-    assert entail.question_coverage(
+    assert question_coverage(
         "does express shipping deliver on weekends?", [EXPRESS], nouns=False
     ).answers
     # Asked what or how, the missing word may be what the answer supplies.
-    assert entail.question_coverage("how fast is express shipping on weekends?", [EXPRESS]).answers
+    assert question_coverage("how fast is express shipping on weekends?", [EXPRESS]).answers
     # A tag question states a claim in the shopper's words; the passage corrects it.
-    tag = entail.question_coverage("express shipping kicks in fast right?", [EXPRESS])
+    tag = question_coverage("express shipping kicks in fast right?", [EXPRESS])
     assert tag.missing == ["kicks"] and tag.missing_nouns == [] and tag.answers
     # Goods in general ("stuff") and the shopper describing themselves ("I'm Gold")
     # are not what is asked about.
     returns = "Items must be unworn to be returned; Gold members can also return worn items."
-    generic = entail.question_coverage("can Gold members return worn stuff?", [returns])
+    generic = question_coverage("can Gold members return worn stuff?", [returns])
     assert "stuff" not in generic.terms and generic.missing == [] and generic.answers
-    me = entail.question_coverage(
-        "我是银卡，可以退穿过的商品吗？", ["金卡会员穿过的商品也可以退。"]
-    )
+    me = question_coverage("我是银卡，可以退穿过的商品吗？", ["金卡会员穿过的商品也可以退。"])
     assert me.missing == ["银卡"] and me.missing_nouns == [] and me.answers
     # Chinese: the noun's head character in the passage counts (纯棉 is a kind of 棉).
     shirt = "T恤可选棉或涤纶材质。"
-    assert entail.question_coverage("T恤是纯棉的吗", [shirt]).answers
-    assert not entail.question_coverage(
-        "快速配送周末送吗？", ["快速配送需要1到2个工作日。"]
-    ).answers
+    assert question_coverage("T恤是纯棉的吗", [shirt]).answers
+    assert not question_coverage("快速配送周末送吗？", ["快速配送需要1到2个工作日。"]).answers
 
 
 def test_chinese_words_by_their_characters() -> None:
     passage = "结账时可以选择到我们的门店免费自提。"
-    assert not entail.question_coverage("门店有停车场和充电桩吗", [passage]).answers
-    assert entail.question_coverage("门店自提免费吗", [passage]).answers
+    assert not question_coverage("门店有停车场和充电桩吗", [passage]).answers
+    assert question_coverage("门店自提免费吗", [passage]).answers
     # A longer word counts when half its characters are there (皮夹克: the 夹克).
-    assert entail.question_coverage("皮夹克能修吗", ["夹克在2年内免费维修。"]).missing == []
+    assert question_coverage("皮夹克能修吗", ["夹克在2年内免费维修。"]).missing == []
 
 
 @pytest.mark.django_db
@@ -125,13 +123,13 @@ def test_goods_in_general_count_neither_way() -> None:
     would have to mention: a question is neither covered nor uncovered by them (fast,
     spaCy's small tagger)."""
     store = "You can return an item by mail, in one of our stores, or at a drop-off centre."
-    asked = entail.question_coverage("can I return things at a physical store?", [store])
+    asked = question_coverage("can I return things at a physical store?", [store])
     assert "things" not in asked.terms and asked.missing == ["physical"] and asked.answers
     damaged = "收到的商品有污渍或损坏时，可以按您会员等级的退货规则退货。"
-    zh = entail.question_coverage("东西送到时是坏的，可以退货吗？", [damaged])
+    zh = question_coverage("东西送到时是坏的，可以退货吗？", [damaged])
     assert "东西" not in zh.terms
     # A question about something the passage never mentions still isn't covered.
-    assert not entail.question_coverage("can I return things bought on eBay?", [store]).answers
+    assert not question_coverage("can I return things bought on eBay?", [store]).answers
 
 
 def test_retrieval_finds_a_long_chinese_word_by_its_characters() -> None:
@@ -154,25 +152,25 @@ def test_the_shops_other_words_and_broader_rules_count_for_coverage() -> None:
     someone else for a husband), and a kind of goods under a rule for items, which
     exempts it from the noun rule but not from the share."""
     shipping = "Standard shipping is free when your order is over $50."
-    assert entail.question_coverage("when is postage free on my order?", [shipping]).answers
+    assert question_coverage("when is postage free on my order?", [shipping]).answers
     # A tag question's own figure is what the passage corrects: not a missing word.
-    assert entail.question_coverage("free shipping starts at $75, right?", [shipping]).answers
+    assert question_coverage("free shipping starts at $75, right?", [shipping]).answers
     recycling = "We only accept clothing and shoes; we do not take electronics or bags."
-    assert "phones" not in entail.question_coverage("do you take phones?", [recycling]).missing
-    zh = entail.question_coverage("旧手机能回收吗？", ["我们只回收衣服和鞋子，不回收电子产品。"])
+    assert "phones" not in question_coverage("do you take phones?", [recycling]).missing
+    zh = question_coverage("旧手机能回收吗？", ["我们只回收衣服和鞋子，不回收电子产品。"])
     assert "手机" not in zh.missing
     pickup = "Someone else can collect your order only if you add their name at checkout."
-    assert entail.question_coverage("can my husband collect my order?", [pickup]).answers
+    assert question_coverage("can my husband collect my order?", [pickup]).answers
     exchange = "You can exchange an item from a delivered order for another size."
-    jeans = entail.question_coverage("can I exchange jeans for another size?", [exchange])
+    jeans = question_coverage("can I exchange jeans for another size?", [exchange])
     assert jeans.missing == ["jeans"] and jeans.answers
     stitching = "Stitching costs $9.50 per item."
-    skiing = entail.question_coverage("is the fleece jacket warm for skiing?", [stitching])
+    skiing = question_coverage("is the fleece jacket warm for skiing?", [stitching])
     assert not skiing.answers
     # A set phrase of four characters is not found by half of them (货到付款 is not the
     # 付款 and 到账 of a refund passage).
     refund = "付款后退款到账需要5到7个工作日。"
-    assert "货到付款" in entail.question_coverage("你们支持货到付款吗？", [refund]).missing
+    assert "货到付款" in question_coverage("你们支持货到付款吗？", [refund]).missing
 
 
 def test_shop_words_jieba_lacks_are_cut_as_words() -> None:
@@ -191,13 +189,10 @@ def test_how_a_question_is_asked_is_not_what_it_is_about() -> None:
         "Refunds go back to your original payment method. Gift card refunds are "
         "immediate; card and PayPal refunds take 5 to 7 business days."
     )
-    asked = entail.question_coverage("how long until the money is back on my PayPal?", [timing])
+    asked = question_coverage("how long until the money is back on my PayPal?", [timing])
     assert "until" not in asked.terms and asked.answers
     expiry = "Yes. A gift card expires 36 months after it was purchased."
-    assert (
-        "while"
-        not in entail.question_coverage("do gift cards expire after a while?", [expiry]).terms
-    )
+    assert "while" not in question_coverage("do gift cards expire after a while?", [expiry]).terms
     for filler in ("咋办", "多少钱", "哪里"):
         assert filler not in ktext.question_keywords(f"礼品卡{filler}")
 
@@ -223,7 +218,7 @@ def test_retrieval_relevance_leaves_out_goods_figures_and_glued_verbs() -> None:
 
 
 def test_shoppers_spellings_and_question_words_name_nothing() -> None:
-    """Session 13 (from probe3's misses): "im"/"dont"/"ur" typed without the apostrophe
+    """From probe3's misses: "im"/"dont"/"ur" typed without the apostrophe
     and 啥意思/才能 count as missing words no passage has. "im silver and premium
     charged me $15 too much" covered 0.67 of its words with "im" and stayed with the
     large tier, which abstains for a shopper nobody signed in."""
@@ -240,16 +235,15 @@ def test_shoppers_spellings_and_question_words_name_nothing() -> None:
         "If you are Gold, a wrongly charged amount is always refunded. If you are Silver, "
         "it is refunded when the wrong amount is less than $10."
     )
-    asked = entail.question_coverage("im silver and premium charged me too much", [billing])
+    asked = question_coverage("im silver and premium charged me too much", [billing])
     assert "im" not in asked.terms
 
 
 def test_the_shops_other_words_from_probe3() -> None:
-    """Everyday words for what the articles name (session 13, written for the shop's
-    domain): a tee is a (T-)shirt, spending is purchases, the neck size is the collar,
-    tips are advice, posting is mail; 太贵/太高, 退点/退还, 店里/门店, 没货/缺货,
-    升上去/升为, 花(钱)/消费. Each is what kept a passage that answers the question from
-    counting as covering it."""
+    """Everyday words for what the articles name (written for the shop's domain): a tee
+    is a (T-)shirt, spending is purchases, the neck size is the collar, tips are advice,
+    posting is mail; 太贵/太高, 退点/退还, 店里/门店, 没货/缺货, 升上去/升为, 花(钱)/消费.
+    Each is what kept a passage that answers the question from counting as covering it."""
     cases = [
         ("what's the neck size on a large shirt?", "Shirt collar sizes: 16.5 in large.", "neck"),
         (
@@ -273,10 +267,10 @@ def test_the_shops_other_words_from_probe3() -> None:
         ("what happens next year?", "It lasts until the end of the following year.", "next"),
     ]
     for question, passage, word in cases:
-        asked = entail.question_coverage(question, [passage])
+        asked = question_coverage(question, [passage])
         assert word in asked.terms and word not in asked.missing, (question, word)
     # What the passage doesn't say is still missing; the tee is found as a shirt.
-    asked = entail.question_coverage("does the tee come in green?", ["T-shirts in red."])
+    asked = question_coverage("does the tee come in green?", ["T-shirts in red."])
     assert "green" in asked.missing and "tee" not in asked.missing
 
 
@@ -292,7 +286,7 @@ def test_a_word_glued_to_a_particle_is_found_by_its_content() -> None:
         [k for k in keywords if k != "中是"] + ["中非"], status, frozenset()
     )
     levels = "会员分为普通访客、铜卡、银卡和金卡。一个自然年内消费满100美元升为铜卡。"
-    assert "铜卡要" not in entail.question_coverage("铜卡要花多少钱才能升上去", [levels]).missing
+    assert "铜卡要" not in question_coverage("铜卡要花多少钱才能升上去", [levels]).missing
 
 
 def test_an_extract_keeps_the_clause_a_pronoun_points_back_to() -> None:
@@ -318,14 +312,14 @@ def test_a_passage_about_another_kind_of_goods_does_not_answer() -> None:
     from knowledge.answer import other_goods
 
     question = "how long is the warranty on the sneakers?"
-    coverage = entail.question_coverage(question, [WARRANTY])
+    coverage = question_coverage(question, [WARRANTY])
     assert coverage.answers  # the coverage check alone lets it through
     assert other_goods(question, coverage, [WARRANTY]) == ["sneakers"]
     boots = "how long is the warranty on the boots?"
-    assert other_goods(boots, entail.question_coverage(boots, [WARRANTY]), [WARRANTY]) == []
+    assert other_goods(boots, question_coverage(boots, [WARRANTY]), [WARRANTY]) == []
     general = "Items must be unworn and have their tags attached to be returned."
     jeans = "can I return jeans without tags?"
-    assert other_goods(jeans, entail.question_coverage(jeans, [general]), [general]) == []
+    assert other_goods(jeans, question_coverage(jeans, [general]), [general]) == []
 
 
 def test_a_wh_questions_verbs_say_how_it_asks_not_what() -> None:
@@ -338,20 +332,20 @@ def test_a_wh_questions_verbs_say_how_it_asks_not_what() -> None:
         "inches), regular (32 inches) and long (34 inches). The inseam is listed on each "
         "product page under Size and fit."
     )
-    where = entail.question_coverage(
+    where = question_coverage(
         "where do i look to find the inseam of a particular pair of jeans", [inseam]
     )
     assert where.answers and where.missing == ["particular"]
-    assert not entail.question_coverage(
+    assert not question_coverage(
         "is the leather on your boots ethically sourced?", [WARRANTY]
     ).answers
     two_factor = (
         "重置两步验证 如果无法使用两步验证设备，我们会把重置码发送到账户绑定的邮箱。"
         "无法提供该邮箱时，可以改用PIN码或安全问题验证身份。"
     )
-    assert entail.question_coverage("手机丢了收不到验证码怎么办", [two_factor]).answers
-    assert entail.is_wh("at what basket total do I stop paying for postage?")
-    assert not entail.is_wh("do you deliver on sundays?")
+    assert question_coverage("手机丢了收不到验证码怎么办", [two_factor]).answers
+    assert is_wh("at what basket total do I stop paying for postage?")
+    assert not is_wh("do you deliver on sundays?")
 
 
 def test_a_figure_of_the_kind_the_passage_states_is_answered_by_its_own() -> None:
@@ -360,14 +354,14 @@ def test_a_figure_of_the_kind_the_passage_states_is_answered_by_its_own() -> Non
     figure of that kind, and the entailment check judges the figures. A figure of a kind
     the passage doesn't state is still missing."""
     expiry = "礼品卡会过期吗 会。礼品卡自购买之日起36个月后过期，过期后卡内剩余的余额不能再使用。"
-    assert entail.question_coverage("礼品卡买了两年了还能用吗", [expiry]).answers
+    assert question_coverage("礼品卡买了两年了还能用吗", [expiry]).answers
     billing = (
         "Billed twice or billed the wrong amount If you are Silver, a wrongly charged "
         "amount is refunded when the wrong amount is less than $10."
     )
-    coverage = entail.question_coverage("silver member, billed $30 too much, refunded?", [billing])
+    coverage = question_coverage("silver member, billed $30 too much, refunded?", [billing])
     assert "30" not in coverage.missing
-    assert entail._figure_kind("2", "bought this 2 months ago") == "duration"
-    assert entail._figure_kind("30", "overcharged me $30") == "money"
-    assert entail._figure_kind("20", "warm enough at -20?") == ""
-    assert "20" in entail.question_coverage("is the jacket warm at -20?", [billing]).missing
+    assert figure_kind("2", "bought this 2 months ago") == "duration"
+    assert figure_kind("30", "overcharged me $30") == "money"
+    assert figure_kind("20", "warm enough at -20?") == ""
+    assert "20" in question_coverage("is the jacket warm at -20?", [billing]).missing

@@ -1,6 +1,6 @@
 """A demo article a support admin deletes stays deleted: ``make run`` seeds the demo shop
-on every start, and before session 13 the seed created the article again, so the bot
-went back to answering from a policy the shop had removed."""
+on every start, and a seed that created the article again would have the bot answer
+from a policy the shop had removed."""
 
 from __future__ import annotations
 
