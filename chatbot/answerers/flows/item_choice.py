@@ -7,25 +7,13 @@ from __future__ import annotations
 import re
 
 from chatbot.orders.types import OrderItem
+from knowledge.numerals import ordinal
 
 _ALL_ITEMS = re.compile(
     r"\b(?:all|both|everything|every item|the whole order|all of them)\b"
     r"|全部|所有|整单|都退|都换|都要|两件都|两个都",
     re.IGNORECASE,
 )
-_NUMBER_WORDS = {
-    "first": 1,
-    "second": 2,
-    "third": 3,
-    "fourth": 4,
-    "fifth": 5,
-    "一": 1,
-    "二": 2,
-    "两": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-}
 _NUMBER = re.compile(
     r"(?<![\d#w])(\d{1,2})(?!\d)|\b(first|second|third|fourth|fifth)\b|第([一二三四五])"
 )
@@ -40,7 +28,7 @@ def items_in_text(text: str, items: list[OrderItem], *, numbers: bool = True) ->
     if numbers:
         for match in _NUMBER.finditer(cleaned.lower()):
             digits, word, zh = match.groups()
-            n = int(digits) if digits else _NUMBER_WORDS[word or zh]
+            n = int(digits) if digits else ordinal(word or zh) or 0
             if 1 <= n <= len(items) and items[n - 1] not in picked:
                 picked.append(items[n - 1])
     lowered = cleaned.lower()
@@ -54,7 +42,7 @@ def variant_in_text(text: str, variants: list[OrderItem]) -> OrderItem | None:
     """The option the shopper picked: its number in the list ("2", "the second"), or
     the one whose option values the message names most ("size 10, black"), if that is
     a single best. A bare number is the list's; "size 10" is an option, not item 10."""
-    numbers = [int(d) if d else _NUMBER_WORDS[w or z] for d, w, z in _NUMBER.findall(text.lower())]
+    numbers = [int(d) if d else ordinal(w or z) or 0 for d, w, z in _NUMBER.findall(text.lower())]
     bare = re.fullmatch(r"\W*(?:no\.?\s*|number\s*|#)?\d{1,2}\W*|\W*第.\W*", text.lower())
     if bare and len(numbers) == 1 and 1 <= numbers[0] <= len(variants):
         return variants[numbers[0] - 1]
