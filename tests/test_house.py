@@ -6,7 +6,8 @@
 - product code does not import or read an evaluation set or the benchmarks;
 - README.md is short and starts with its title;
 - app code does not narrate history or point at files outside the repository;
-- the docs name only make targets the Makefile has, and modules that exist.
+- the docs name only make targets the Makefile has, and modules that exist;
+- no private name is imported from one app module into another.
 
 "App module": a ``.py`` file of one of the eight apps, outside ``migrations/``, except an
 ``__init__.py`` with no code (empty, or a docstring only).
@@ -265,3 +266,25 @@ def test_docs_name_only_make_targets_that_exist() -> None:
             if name not in targets:
                 missing.append(f"{_rel(doc)}: make {name}")
     assert not missing, "docs name make targets the Makefile lacks:\n" + "\n".join(missing)
+
+
+def _private_imports(path: Path) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
+            continue
+        if node.module.split(".")[0] not in APPS:
+            continue
+        for alias in node.names:
+            if alias.name.startswith("_") and not alias.name.startswith("__"):
+                found.append(f"{_rel(path)}:{node.lineno}: {node.module}.{alias.name}")
+    return found
+
+
+def test_no_private_name_is_imported_across_app_modules() -> None:
+    """A name another module needs is public: a leading underscore means "this module's
+    own", and importing it elsewhere hides a dependency from whoever edits it."""
+    found = [hit for path in app_modules() for hit in _private_imports(path)]
+    assert not found, "private names imported from another module (make them public):\n  " + (
+        "\n  ".join(found)
+    )
