@@ -1,6 +1,6 @@
 """The fallback model's prompt-eval and decode tokens/s by thread count, on idle cores
-and beside one busy core (issue #16, session 10; docs/benchmarks.md, "What an L2 or L3
-first chunk can be").
+and beside one busy core (docs/benchmarks.md, "Load": why the model-phrased share is
+below target).
 
 The role's engine as the model server builds it (``server_params``), with ``threads`` 1
 and 2, each sent the same ~390-token L2-like prompt (passages, then a question) three

@@ -20,7 +20,7 @@ ROLEPLAY_ATTACKS_FILE = SETS_DIR / "roleplay_attacks.txt"
 ROLEPLAY_ORDINARY_FILE = SETS_DIR / "roleplay_ordinary.txt"
 # What the cross-validation (bench/handoff_cv.py) needs to know about each training set
 # (a grouped cross-validation that ignored this promised 0.984 / 1.7% where a blind set
-# then gave 0.918 / 7.3%; docs/routing.md "Why the cross-validation was optimistic"):
+# then gave 0.918 / 7.3%; docs/routing.md "Asking for a person"):
 # - ``blind_for``: the round of the recogniser that first ran on the set, unread (a
 #   veto written in a later round was written with the set's errors in view); None
 #   for a dev set, written beside the vetoes it measures: never a test fold of the

@@ -1,4 +1,4 @@
-"""The number and fact guard for L1 replies (docs/product.md, "Number and fact guard").
+"""The number and fact guard for L1 replies (docs/product.md, "Fact guard").
 
 A 270M model can garble numbers and drop facts. The guard works in both directions:
 - nothing the facts don't say: every id, amount, date, tracking number or carrier

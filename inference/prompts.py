@@ -165,8 +165,8 @@ def l1_question_compressed(*, reply: str, language: str) -> str:
 
 
 # The large tier (L3) answers from the shop's records put in the prompt
-# (chatbot.answerers.grounding); its reply is checked against them sentence by
-# sentence (chatbot.answerers.guards.GroundedGuard), so the prompt asks for the
+# (chatbot.answerers.l3_records); its reply is checked against them sentence by
+# sentence (chatbot.answerers.reply_guards.GroundedGuard), so the prompt asks for the
 # records' own wording: a paraphrased price or date is dropped, not shown.
 SYSTEM_PROMPT = {
     "en": (

@@ -99,7 +99,7 @@ class KnowledgeAnswer:
     actions: list[str] = field(default_factory=list)
     retrieval: dict[str, Any] = field(default_factory=dict)
     passages: list[Passage] = field(default_factory=list)
-    # For the entailment guard (chatbot.answerers.guards.EntailmentGuard): the
+    # For the entailment guard (chatbot.answerers.reply_guards.EntailmentGuard): the
     # question, the cited passages' text and an extract to fall back on.
     grounding: dict[str, Any] | None = None
     # Served from an approved answer card (no generation): its id.

@@ -16,7 +16,7 @@ CALIBRATION_SHARE = 0.2
 # examples stand in for the questions a shop's intents don't cover (near its domain,
 # unlike generic off-topic text). On BANKING77's out-of-scope variant, a threshold
 # chosen with off-topic text alone caught 0.62 of the unseen intents' queries; chosen
-# on two such folds of the training data, 0.89 (docs/routing.md, "Out of scope").
+# on two such folds of the training data, 0.89 (docs/routing.md, "Choosing the out-of-scope point").
 UNSEEN_INTENT_SHARE = 0.25
 
 

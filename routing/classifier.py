@@ -83,7 +83,7 @@ class TrainedClassifier:
     # Scores are divided by it before the softmax (fitted on held-out examples), so
     # that a probability of 0.8 is right about 80% of the time.
     temperature: float = 1.0
-    # The out-of-scope trade-off measured at training (see ``oos_curve``).
+    # The out-of-scope trade-off measured at training (see ``routing.calibration.oos_curve``).
     calibration: dict[str, Any] | None = None
     # With sentence embeddings: the training examples' embeddings (those that have one;
     # float16 rows, half the stored size, float32 once loaded) and the in-scope score's

@@ -21,8 +21,9 @@ hours is your support team online"). Three parts decide together:
 
 The rule and the scorer decide together at the handoff rules' priority, before the
 complaint rules; a rule's match counts only when the scorer gives it at least
-``GATE``. A message with no word for a person, a team, support, a bot or a callback
-never reaches the scorer (routing/handoff_cue.py), so most messages cost one regex.
+``handoff_scorer.GATE``. A message with no word for a person, a team, support, a bot or
+a callback never reaches the scorer (routing/handoff_cue.py), so most messages cost one
+regex.
 The threshold, the gate and the regularisation were chosen by the honest
 cross-validation over the blind sets (``python -m bench.command handoff_cv --honest``,
 bench/handoff_cv.py; docs/routing.md).

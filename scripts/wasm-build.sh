@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the bot-check WebAssembly module from frontend/wasm/botcheck.ts with the
 # AssemblyScript compiler pinned in package.json / package-lock.json. The same inputs
-# give the same bytes (tests/chatbot/botcheck/test_wasm_build.py rebuilds and compares).
+# give the same bytes (tests/chatbot/botcheck/test_wasm.py rebuilds and compares).
 #   bash scripts/wasm-build.sh [OUT]   (default: frontend/static/tierdesk/botcheck.wasm)
 set -euo pipefail
 cd "$(dirname "$0")/.."

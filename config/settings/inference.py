@@ -45,8 +45,8 @@ TIERDESK_L3_HEDGE_MS = env_int("TIERDESK_L3_HEDGE_MS", 150)
 # Token pre-count: a prompt over this goes to the fallback model instead.
 TIERDESK_L3_MAX_PROMPT_TOKENS = env_int("TIERDESK_L3_MAX_PROMPT_TOKENS", 1500)
 TIERDESK_L3_FALLBACK_ROLE = env_str("TIERDESK_L3_FALLBACK_ROLE", "fallback")
-# The shop's records L3 answers from (chatbot.answerers.grounding, docs/architecture.md
-# "L3: answers from the shop's records"): their token budget in the prompt, and at most
+# The shop's records L3 answers from (chatbot.answerers.l3_records, docs/resilience.md
+# "L3 answers from the shop's records"): their token budget in the prompt, and at most
 # this many of the shopper's orders (newest first) and catalogue rows (variants).
 TIERDESK_L3_CONTEXT_TOKENS = env_int("TIERDESK_L3_CONTEXT_TOKENS", 700)
 TIERDESK_L3_ORDER_ROWS = env_int("TIERDESK_L3_ORDER_ROWS", 5)

@@ -156,7 +156,7 @@ async def test_zh_request_and_no(seeded_shop: None, fake_models: Any) -> None:
 async def test_a_phrasing_only_the_scorer_knows_and_a_decline_in_a_real_turn(
     seeded_shop: None, fake_models: Any
 ) -> None:
-    # routing/handoff.py: the rule has no pattern for the first; the second names a
+    # routing/handoff_detect.py: the rule has no pattern for the first; the second names a
     # person and the rule matched it before the vetoes.
     agent = await database_sync_to_async(user_make)("mo")
     async with desk_open(agent):

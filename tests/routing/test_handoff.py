@@ -139,7 +139,7 @@ def test_a_bare_question_after_a_vetoed_clause_continues_it() -> None:
 @pytest.mark.parametrize(
     ("text", "language"),
     [
-        # Asking for a manager or supervisor is asking for a person (docs/product.md),
+        # Asking for a manager or supervisor is asking for a person (docs/routing.md),
         # not a complaint for the angry-complaint rule (L3).
         ("i want a manager now, this is a scam", "en"),
         ("this is ridiculous, get me your supervisor", "en"),
