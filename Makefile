@@ -37,8 +37,11 @@ eval-rag: setup
 # correct / contradicted / abstained per language and tier, the entailment checker's
 # precision and recall, L2 first chunk for card and generated answers
 # (bench/results/answers.json; docs/knowledge.md, "Truthfulness").
+# SHOP=<name>: a new shop instead, with only its own articles (bench/sets/answers/<name>;
+# bench/results/answers_newshop.json).
 eval-answers: setup services
-	HF_HUB_OFFLINE=1 timeout --signal=TERM 3600 .venv/bin/python -m bench.answers
+	HF_HUB_OFFLINE=1 timeout --signal=TERM 3600 .venv/bin/python -m \
+		$(if $(SHOP),bench.answers_shop --shop $(SHOP),bench.answers)
 
 # The answerability judge beside L2's coverage check: yes-rates of the 0.5B fallback and
 # the optional 1.5B on the questions the check refuses, tuned sets only

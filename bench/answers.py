@@ -250,6 +250,7 @@ def answers_run(port: int, questions: list[dict[str, Any]]) -> list[dict[str, An
                 "intent": done.get("intent"),
                 "guard": done.get("guard"),
                 "card": any(c.get("card_id") for c in citations),
+                "cited_documents": [c.get("document_id") for c in citations],
                 "first_ms": reply["first_ms"],
                 "replaced": reply["replaced"],
             }
