@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "third_party" / "banking77"
+DATA_DIR = Path(__file__).resolve().parents[1] / "third_party" / "banking77"
 SEED = 17
 FEWSHOT = 10
 OOS_HELD_INTENTS = 20
