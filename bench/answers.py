@@ -31,6 +31,8 @@ import re
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -228,6 +230,23 @@ def grade(q: dict[str, Any], reply: dict[str, Any]) -> str:
     if ABSTAIN.search(text) or "offer:human" in actions:
         return "abstained"
     return "other"
+
+
+@contextmanager
+def daphne_serving(questions: int) -> Iterator[int]:
+    """Daphne on this run's database, Redis flushed first: yields its port."""
+    from bench.l1 import DaphneServer, free_port, redis_flush
+
+    redis_flush(os.environ["REDIS_URL"])
+    port = free_port()
+    server = DaphneServer(port)
+    server.start()
+    try:
+        server.wait_ready()
+        log(f"daphne ready in {server.ready_s:.1f}s; asking {questions} questions")
+        yield port
+    finally:
+        server.stop()
 
 
 def answers_run(port: int, questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -481,7 +500,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     setup_django()
     from bench import l1
-    from bench.l1 import DaphneServer, free_port, redis_flush
 
     l1.MODELS["mode"] = os.environ["TIERDESK_MODELS"]
 
@@ -497,13 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         questions = [q for q in questions if q["id"] in wanted]
     if args.limit:
         questions = questions[: args.limit]
-    redis_flush(os.environ["REDIS_URL"])
-    port = free_port()
-    server = DaphneServer(port)
-    server.start()
-    try:
-        server.wait_ready()
-        log(f"daphne ready in {server.ready_s:.1f}s; asking {len(questions)} questions")
+    with daphne_serving(len(questions)) as port:
         rows = answers_run(port, questions)
         try:
             own = (
@@ -516,8 +528,6 @@ def main(argv: list[str] | None = None) -> int:
             own = {"error": repr(exc), "shoppers": 0, "facts_stated": None}
             own["invented_order_facts"] = None
         log(f"L3 own orders: {own['invented_order_facts']} invented of {own['facts_stated']}")
-    finally:
-        server.stop()
 
     test = [r for r in rows if r["split"] == "test"]
     dev = [r for r in rows if r["split"] == "dev"]

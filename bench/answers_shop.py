@@ -36,6 +36,7 @@ from typing import Any
 from bench.answers import (
     ROOT,
     answers_run,
+    daphne_serving,
     load_jsonl,
     log,
     models_configuration,
@@ -172,7 +173,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no articles.json in {SETS / args.shop}")
     setup_django()
     from bench import l1
-    from bench.l1 import DaphneServer, free_port, redis_flush
 
     l1.MODELS["mode"] = os.environ["TIERDESK_MODELS"]
     started = time.perf_counter()
@@ -181,16 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     questions = load_jsonl(SETS / args.shop / "questions.jsonl")
     if args.limit:
         questions = questions[: args.limit]
-    redis_flush(os.environ["REDIS_URL"])
-    port = free_port()
-    server = DaphneServer(port)
-    server.start()
-    try:
-        server.wait_ready()
-        log(f"daphne ready in {server.ready_s:.1f}s; asking {len(questions)} questions")
+    with daphne_serving(len(questions)) as port:
         rows = answers_run(port, questions)
-    finally:
-        server.stop()
     by_id = {q["id"]: q for q in questions}
     for row in rows:
         row["pointed"] = pointed(by_id[row["id"]], row, doc_keys)
