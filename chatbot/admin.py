@@ -4,7 +4,7 @@ import json
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Substr
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
@@ -109,6 +109,35 @@ def transcript_html(conversation: Conversation) -> SafeString:
     return SafeString(render_to_string("admin/chatbot/transcript.html", {"turns": turns}))
 
 
+class ShopperWroteFilter(admin.SimpleListFilter):
+    """Opening the widget starts a conversation before the shopper types anything; by
+    default the list shows only the ones where the shopper wrote."""
+
+    title = gettext_lazy("shopper wrote")
+    parameter_name = "written"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [("all", gettext_lazy("All, opened without a message too"))]
+
+    def choices(self, changelist: Any) -> Any:
+        yield {
+            "selected": self.value() is None,
+            "query_string": changelist.get_query_string(remove=[self.parameter_name]),
+            "display": _("Yes"),
+        }
+        yield {
+            "selected": self.value() == "all",
+            "query_string": changelist.get_query_string({self.parameter_name: "all"}),
+            "display": _("All, opened without a message too"),
+        }
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() == "all":
+            return queryset
+        wrote = Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.USER)
+        return queryset.filter(Exists(wrote))
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     list_display = (
@@ -121,7 +150,7 @@ class ConversationAdmin(admin.ModelAdmin):
         "language",
         "updated_at",
     )
-    list_filter = ("handoff", "identity", "vip", "language")
+    list_filter = (ShopperWroteFilter, "handoff", "identity", "vip", "language")
     search_fields = ("public_id", "customer_id", "messages__text")
     # The transcript first; what only an engineer needs is folded below it. The session
     # key lets whoever holds it read the conversation: it is never shown, listed or

@@ -268,10 +268,24 @@ def canned_replies(*, language: str) -> list[dict[str, str]]:
 
     rows = ReplyTemplate.objects.filter(language=language or "en").select_related("intent")
     return [
-        {"label": f"{t.intent.name} · {t.key}", "text": t.text}
+        {"group": _topic(t.intent.name), "label": _shortened(t.text, 70), "text": t.text}
         for t in rows.order_by("intent__name", "key")
         if "{" not in t.text
     ]
+
+
+def _topic(intent_name: str) -> str:
+    """An intent's slug as an agent reads it: "cancel_order" → "Cancel order"."""
+    return intent_name.replace("_", " ").replace("-", " ").strip().capitalize()
+
+
+def _shortened(text: str, limit: int) -> str:
+    """The start of a reply, cut at a word, for a menu entry (the full text is inserted)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit].rsplit(" ", 1)[0].rstrip(",;:")
+    return f"{cut}…"
 
 
 def kb_search(*, query: str, language: str) -> dict[str, Any]:

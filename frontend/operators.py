@@ -279,6 +279,19 @@ def _run(
     raise releases.ReleaseError(f"unknown action {action!r}")
 
 
+def _action_form_problems(form: ActionForm, release: Release) -> list[str]:
+    """One message per field that is missing or out of range, quoting this release's
+    own ceiling: the form's bound of 100 is only the wire check."""
+    problems = []
+    if "reason" in form.errors:
+        problems.append(_("Say why: the reason is kept in the audit trail."))
+    if "weight" in form.errors:
+        problems.append(
+            _("Give a weight between 0 and %(maximum)s%%.") % {"maximum": release.max_weight}
+        )
+    return problems
+
+
 @require_POST
 @login_required
 def release_action(request: HttpRequest, release_id: int, action: str) -> HttpResponse:
@@ -291,11 +304,8 @@ def release_action(request: HttpRequest, release_id: int, action: str) -> HttpRe
         return back
     form = ActionForm(request.POST)
     if not form.is_valid():
-        messages.error(
-            request,
-            "Say why (the reason is kept in the audit trail), and give a "
-            "weight between 0 and 100 where one is asked for.",
-        )
+        for problem in _action_form_problems(form, release):
+            messages.error(request, problem)
         return back
     weight = form.cleaned_data.get("weight")
     reason = form.cleaned_data["reason"]

@@ -332,6 +332,12 @@ def test_canned_replies_and_approved_answers_for_the_reply_box(seeded_shop: None
     assert "OK, I'll keep helping you myself. What else can I do?" in texts
     assert all("{" not in t for t in texts)  # placeholders need order data: not offered
     assert any("继续" in c["text"] for c in services.canned_replies(language="zh"))
+    # An agent reads topics and the replies' own words, never internal keys.
+    for c in canned:
+        assert "_" not in c["group"] and "·" not in c["label"]
+        assert len(c["label"]) <= 71
+        assert " ".join(c["text"].split()).startswith(c["label"].rstrip("…"))
+    assert "Cancel order" in {c["group"] for c in canned}
 
     document = Document.objects.create(title="Boots care", text="Waterproofing...")
     common = {"document": document, "language": "en", "section_text": "s", "section_hash": "h"}

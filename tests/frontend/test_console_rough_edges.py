@@ -120,3 +120,26 @@ def test_minute_axis_labels_are_distinct_for_short_waits() -> None:
         svg = str(line_chart({"m": points}, title="t", fmt=fmt_minutes, chart_id="c"))
         ticks = re.findall(r'x="50" y="[0-9.]+" class="tick" text-anchor="end">([^<]*)<', svg)
         assert len(ticks) == 5 and len(set(ticks)) == 5, (wait, ticks)
+
+
+def test_an_incomplete_action_says_what_is_missing_with_the_release_maximum(
+    staff: dict[str, Any],  # noqa: F811
+    settings: Any,
+) -> None:
+    release = running(staff)
+    client = operator(staff)
+    url = f"/operators/releases/{release.pk}/weight"
+    html = client.post(url, {"weight": 101, "reason": ""}, follow=True).content.decode()
+    assert "Say why: the reason is kept in the audit trail." in html
+    assert f"Give a weight between 0 and {release.max_weight}%." in html
+    assert "between 0 and 100" not in html
+    # Only the missing field is named.
+    html = client.post(url, {"weight": 10, "reason": ""}, follow=True).content.decode()
+    assert "Say why" in html and "Give a weight" not in html
+    # In Chinese, too.
+    html = client.post(
+        url, {"weight": -1, "reason": "x"}, follow=True, HTTP_ACCEPT_LANGUAGE="zh-hans"
+    ).content.decode()
+    assert f"请给出 0 到 {release.max_weight}% 之间的权重。" in html
+    release.refresh_from_db()
+    assert release.weight == settings.TIERDESK_RELEASE_START_WEIGHT

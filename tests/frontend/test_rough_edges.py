@@ -192,6 +192,23 @@ def test_admin_conversation_list_has_preview_rating_and_handoff(admin_client: An
     assert 'alt="False"' in row[: row.index("</tr>")]
 
 
+def test_admin_conversation_list_leaves_out_widgets_opened_without_a_message(
+    admin_client: Any,
+) -> None:
+    written, _reply = _conversation_with_turns()
+    opened = Conversation.objects.create()
+    greeted = Conversation.objects.create()
+    Message.objects.create(conversation=greeted, role=Message.Role.BOT, text="Hi!")
+    html = admin_client.get("/admin/chatbot/conversation/").content.decode()
+    assert str(written.public_id) in html
+    assert str(opened.public_id) not in html and str(greeted.public_id) not in html
+    # Still reachable: one click shows them all, and a link to one still opens it.
+    everything = admin_client.get("/admin/chatbot/conversation/", {"written": "all"})
+    assert str(opened.public_id) in everything.content.decode()
+    assert "All, opened without a message too" in html
+    assert admin_client.get(f"/admin/chatbot/conversation/{opened.pk}/change/").status_code == 200
+
+
 def test_admin_message_list_has_preview_rating_and_handoff(admin_client: Any) -> None:
     conv, reply = _conversation_with_turns()
     long = _exchange(conv, "and the other one?", "word " * 60, tier="L1")

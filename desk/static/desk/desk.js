@@ -174,10 +174,19 @@
     const canned = $("canned");
     canned.replaceChildren(el("option", "", "Canned replies…"));
     canned.firstChild.value = "";
+    // One group per topic; an entry shows the reply's opening words, its title the whole.
+    const groups = new Map();
     for (const c of f.canned || []) {
+      if (!groups.has(c.group)) {
+        const g = document.createElement("optgroup");
+        g.label = c.group;
+        groups.set(c.group, g);
+        canned.append(g);
+      }
       const o = el("option", "", c.label);
       o.value = c.text;
-      canned.append(o);
+      o.title = c.text;
+      groups.get(c.group).append(o);
     }
     setMine(f.mine, f.status);
     drawInbox();
