@@ -137,6 +137,8 @@ try {
   await agent.waitForSelector("#notes .note");
   // Canned replies (the shop's reply templates) and the knowledge-base search.
   result.canned = await agent.locator("#canned option").count();
+  result.canned_groups = await agent.locator("#canned optgroup").evaluateAll((gs) => gs.map((g) => g.label));
+  result.canned_labels = await agent.locator("#canned optgroup option").evaluateAll((os) => os.map((o) => o.textContent));
   await agent.fill("#kb-q", "return policy");
   await agent.press("#kb-q", "Enter");
   await agent.waitForSelector("#kb-results li");

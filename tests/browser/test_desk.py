@@ -71,6 +71,10 @@ def test_shopper_and_agent_talk_through_the_desk(
     assert result["bot_after"] == "L1"
     assert "replacement" in result["history_agent"]
     assert result["canned"] > 5
+    # Topics and the replies' own words, never "intent · key".
+    assert "Cancel order" in result["canned_groups"]
+    assert not any("_" in g for g in result["canned_groups"])
+    assert not any("·" in label or "_" in label for label in result["canned_labels"])
     assert result["kb_first"]
     assert result["errors"] == []
     assert shot.stat().st_size > 10_000

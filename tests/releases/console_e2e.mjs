@@ -14,6 +14,7 @@ const { values: opts } = parseArgs({
   options: {
     base: { type: "string" },
     screenshot: { type: "string", default: "" },
+    "incomplete-screenshot": { type: "string", default: "" },
     user: { type: "string", default: "operator" },
     password: { type: "string", default: "operator" },
     "timeout-ms": { type: "string", default: "120000" },
@@ -53,6 +54,15 @@ async function console_(context, result) {
   await Promise.all([page.waitForNavigation(), page.click('[data-testid="confirm-button"]')]);
   result.weight_after = Number(await page.locator('[data-testid="weight"]').getAttribute("data-weight"));
   result.message = (await page.locator('[data-testid="messages"]').innerText()).trim();
+  // A form sent past the browser's own checks (an old browser, a script): the server
+  // names each missing field, with this release's maximum.
+  await page.evaluate(() => { document.querySelector('[data-testid="weight-form"]').noValidate = true; });
+  await page.fill('[data-testid="weight-form"] input[name="weight"]', "");
+  await page.fill('[data-testid="weight-form"] input[name="reason"]', "");
+  await page.evaluate(() => { document.querySelector('[data-testid="weight-form"] input[name="weight"]').value = "500"; });
+  await Promise.all([page.waitForNavigation(), page.click('[data-testid="weight-form"] button')]);
+  result.incomplete_message = (await page.locator('[data-testid="messages"]').innerText()).trim();
+  if (opts["incomplete-screenshot"]) await page.locator('[data-testid="messages"]').screenshot({ path: opts["incomplete-screenshot"] });
   await page.close();
 }
 

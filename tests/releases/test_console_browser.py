@@ -84,6 +84,7 @@ def test_console_and_widget_csat_in_chromium(tmp_path: Path) -> None:
     shot = SCREENSHOT if update else tmp_path / "operator-console.png"
     with console_server(tmp_path) as server:
         cmd = [node, str(SCRIPT), "--base", server.url, "--screenshot", str(shot)]
+        cmd += ["--incomplete-screenshot", str(tmp_path / "incomplete-action.png")]
         proc = subprocess.run(
             cmd, cwd=REPO, capture_output=True, text=True, timeout=NODE_TIMEOUT_S, check=False
         )
@@ -103,6 +104,8 @@ def test_console_and_widget_csat_in_chromium(tmp_path: Path) -> None:
     assert f"to {result['weight_after']}%" in result["confirm_effect"]
     assert "move to the candidate" in result["confirm_effect"]
     assert not result["console_errors"]
+    assert "Say why: the reason is kept in the audit trail." in result["incomplete_message"]
+    assert "Give a weight between 0 and 50%." in result["incomplete_message"]
     # CSAT in the widget: the bar appears with the first reply; up then down is one rating.
     assert result["csat_hidden_before"] is True and result["csat_hidden_after"] is False
     assert result["pressed"] == [["up", "false"], ["down", "true"]]
