@@ -38,6 +38,10 @@ ZH = {
     "the whole conversation": "整个对话",
     "details": "详情",
     "No messages yet.": "暂无消息。",
+    "shopper wrote": "顾客发过消息",
+    "All, opened without a message too": "全部（包括打开后未发消息的）",
+    "Say why: the reason is kept in the audit trail.": "请说明原因：原因会记入审计记录。",
+    "Give a weight between 0 and %(maximum)s%%.": "请给出 0 到 %(maximum)s%% 之间的权重。",
     # the chat's error frames (chatbot/refusals.py, protocol.py, feedback.py, identity)
     "that message is not a finished reply in this conversation": "该消息不是本对话中已完成的回复",
     "there is no reply to rate yet": "目前还没有可评价的回复",
