@@ -462,9 +462,17 @@ class DeletedSeedDocumentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Restore the selected demo articles")
     def restore(self, request: HttpRequest, queryset: QuerySet[DeletedSeedDocument]) -> None:
-        from .seed import knowledge_seed
+        from .seed import knowledge_seed, synonyms_seed
 
         keys = list(queryset.values_list("seed_key", flat=True))
+        # Demo synonym sets are remembered here too ("synonyms:<key>").
+        words = [k for k in keys if k.startswith("synonyms:")]
+        if words:
+            DeletedSeedDocument.objects.filter(seed_key__in=words).delete()
+            self.message_user(request, f"{synonyms_seed()} demo synonym set(s) restored.")
+            keys = [k for k in keys if k not in words]
+            if not keys:
+                return
         counts = knowledge_seed(keys=keys)
         self.message_user(
             request, f"{counts['created']} demo article(s) restored; ingestion is queued."

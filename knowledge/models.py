@@ -213,3 +213,60 @@ class AnswerCard(models.Model):
     @property
     def entailed(self) -> bool:
         return bool(self.verdict.get("entailed"))
+
+
+class SynonymSet(models.Model):
+    """The shop's own words, per language, edited in Django admin (``knowledge.shop_words``
+    reads the enabled ones): what shoppers call the things the articles name.
+
+    - ``equivalent``: every term means the same ("postage, shipping, delivery");
+    - ``broader``: one way, each term is covered by the target: a rule stated for
+      "France" answers a question about Lyon, never the other way round;
+    - ``goods``: kinds of the shop's goods, covered by a rule about items or products
+      in general (``knowledge.text.GOODS_IN_GENERAL``).
+
+    Terms are separated by commas or new lines; English terms are compared by stem, so
+    "ship" also finds "shipping"."""
+
+    class Kind(models.TextChoices):
+        EQUIVALENT = "equivalent", "equivalent: all the terms mean the same"
+        BROADER = "broader", "broader: each term is covered by the target"
+        GOODS = "goods", "kinds of goods: covered by a rule about items in general"
+
+    language = models.CharField(
+        max_length=8, choices=Document.Language.choices, default=Document.Language.EN
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.EQUIVALENT)
+    terms = models.TextField(help_text="Separated by commas or new lines.")
+    target = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="Broader sets only: what the terms are covered by (commas between several).",
+    )
+    note = models.CharField(max_length=300, blank=True)
+    enabled = models.BooleanField(default=True)
+    # Stable key for the sets the demo seed owns, so re-seeding never duplicates.
+    seed_key = models.CharField(max_length=120, blank=True, null=True, unique=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["language", "kind", "pk"]
+        verbose_name = "synonym set"
+
+    def __str__(self) -> str:
+        terms = ", ".join(self.term_list())
+        if self.kind == self.Kind.BROADER:
+            return f"{terms} → {self.target}"
+        return terms
+
+    def term_list(self) -> list[str]:
+        return split_terms(self.terms)
+
+    def target_list(self) -> list[str]:
+        return split_terms(self.target)
+
+
+def split_terms(value: str) -> list[str]:
+    """ "a, b\\nc" -> ["a", "b", "c"]: commas (also the Chinese ones) or new lines."""
+    parts = value.replace("，", ",").replace("、", ",").replace("\n", ",").split(",")
+    return [" ".join(p.split()) for p in parts if p.strip()]

@@ -13,6 +13,8 @@
   languages and in the answer evaluation (bench/sets/answers/demo/). Care advice is
   never invented: the articles point to the care label.
 - ``seed_data/zh/*.md``: the main policies in Chinese, with the same facts.
+- ``seed_data/<language>/synonyms.txt``: the demo shop's words (synonym sets, format in
+  ``knowledge.shop_words.parse_lines``), seeded with the articles (``synonyms_seed``).
 
 The orders article's key is ``store-policy``, the key the retrieval evaluation's
 labels (bench/sets/rag/demo) name it by.
@@ -30,7 +32,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .models import DeletedSeedDocument, Document
+from .models import DeletedSeedDocument, Document, SynonymSet
 
 SEED_DIR = Path(__file__).resolve().parent / "seed_data"
 ABCD = "third_party/abcd/guidelines.json"
@@ -159,6 +161,7 @@ def knowledge_seed(*, ingest_now: bool = False, keys: list[str] | None = None) -
     ``keys`` is asking for it: it is created again and no longer marked deleted."""
     from . import services
 
+    synonyms_seed()
     created = 0
     deleted = set(DeletedSeedDocument.objects.values_list("seed_key", flat=True))
     for key, language, title, relative, origin in [*ARTICLES, STORE_POLICY]:
@@ -196,3 +199,36 @@ def knowledge_seed(*, ingest_now: bool = False, keys: list[str] | None = None) -
         "documents": Document.objects.count(),
         "kept_deleted": 0 if keys is not None else len(deleted),
     }
+
+
+def synonyms_seed() -> int:
+    """Create the demo shop's synonym sets that are missing (keyed by language, kind and
+    first term); one a support admin edited or disabled is left as it is. Returns how
+    many were created."""
+    from . import services, shop_words
+
+    present = set(SynonymSet.objects.exclude(seed_key=None).values_list("seed_key", flat=True))
+    deleted = set(
+        DeletedSeedDocument.objects.filter(seed_key__startswith="synonyms:").values_list(
+            "seed_key", flat=True
+        )
+    )
+    rows = []
+    for word_set in shop_words.seed_sets():
+        key = f"{word_set.language}:{word_set.kind}:{word_set.terms[0]}"
+        if key in present or services.synonym_seed_key(key) in deleted:
+            continue
+        present.add(key)
+        rows.append(
+            SynonymSet(
+                language=word_set.language,
+                kind=word_set.kind,
+                terms=", ".join(word_set.terms),
+                target=", ".join(word_set.target),
+                seed_key=key,
+            )
+        )
+    if rows:
+        SynonymSet.objects.bulk_create(rows)
+        services.shop_words_changed()
+    return len(rows)

@@ -27,7 +27,7 @@ from inference.jobs import task_enqueue
 
 from . import ingest
 from .ingest import IngestError
-from .models import Chunk, DeletedSeedDocument, Document, KnowledgeBaseVersion
+from .models import Chunk, DeletedSeedDocument, Document, KnowledgeBaseVersion, SynonymSet
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +40,9 @@ __all__ = [
     "document_reingest",
     "document_save",
     "kb_version_bump",
+    "shop_words_changed",
+    "synonym_set_delete",
+    "synonym_set_save",
 ]
 
 
@@ -56,6 +59,46 @@ def kb_version_bump() -> int:
 
     transaction.on_commit(KB_VERSION.expire)
     return int(row.version)
+
+
+def shop_words_changed() -> int:
+    """The synonym sets changed: every process rebuilds its tables (and its index and
+    answer caches, which depend on them) from the next knowledge-base version."""
+    from .shop_words import SOURCE
+
+    version = kb_version_bump()
+    transaction.on_commit(SOURCE.expire)
+    SOURCE.expire()
+    return version
+
+
+def synonym_seed_key(key: str) -> str:
+    """How a deleted demo synonym set is remembered among the deleted demo articles."""
+    return ("synonyms:" + key)[:80]
+
+
+def synonym_set_save(*, synonym_set: SynonymSet) -> SynonymSet:
+    """Save a synonym set (validated by the caller: ``SynonymSetForm``) and tell every
+    process."""
+    with transaction.atomic():
+        synonym_set.save()
+        shop_words_changed()
+    return synonym_set
+
+
+def synonym_set_delete(*, synonym_set_ids: list[int]) -> int:
+    """Delete synonym sets; a demo one is remembered as deleted, so the next seed
+    (``make run`` seeds on every start) does not bring it back."""
+    with transaction.atomic():
+        rows = SynonymSet.objects.filter(pk__in=synonym_set_ids)
+        for row in rows.exclude(seed_key=None):
+            DeletedSeedDocument.objects.get_or_create(
+                seed_key=synonym_seed_key(row.seed_key or ""), defaults={"title": str(row)[:200]}
+            )
+        deleted, _ = rows.delete()
+        if deleted:
+            shop_words_changed()
+    return deleted
 
 
 def document_bytes(document: Document) -> bytes:

@@ -35,6 +35,26 @@ def _fresh_caches() -> Iterator[None]:
     yield
 
 
+@pytest.fixture(scope="session")
+def _demo_words() -> Any:
+    from knowledge import shop_words
+
+    return shop_words.words_build(shop_words.seed_sets())
+
+
+@pytest.fixture(autouse=True)
+def _shop_words(_demo_words: Any, settings: Any) -> Iterator[None]:
+    """The demo shop's synonym sets (its seed files), served without a database until a
+    test changes a set (``knowledge.services.synonym_set_save`` expires them; the next
+    use reads the database). Tests of the sets themselves call ``shop_words.reset()``."""
+    from knowledge import shop_words
+
+    settings.TIERDESK_SHOP_WORDS_REFRESH_S = 3600.0
+    shop_words.install(_demo_words)
+    yield
+    shop_words.reset()
+
+
 @pytest.fixture
 def fake_models() -> Iterator[dict[str, FakeBackend]]:
     """Replace every model role with a recording fake; restored afterwards."""

@@ -78,6 +78,9 @@ TIERDESK_KB_SUMMARY_WORDS = env_int("TIERDESK_KB_SUMMARY_WORDS", 50)
 TIERDESK_KB_SUMMARY_ROLE = env_str("TIERDESK_KB_SUMMARY_ROLE", "fast")
 # How often (seconds) a process checks whether the knowledge base changed.
 TIERDESK_KB_REFRESH_S = env_float("TIERDESK_KB_REFRESH_S", 2.0)
+# How often (seconds) a process checks whether the shop's synonym sets changed (they
+# are keyed by the knowledge-base version too; knowledge.shop_words).
+TIERDESK_SHOP_WORDS_REFRESH_S = env_float("TIERDESK_SHOP_WORDS_REFRESH_S", 2.0)
 TIERDESK_KB_MAX_UPLOAD_MB = env_int("TIERDESK_KB_MAX_UPLOAD_MB", 20)
 TIERDESK_KB_INGEST_RETRIES = env_int("TIERDESK_KB_INGEST_RETRIES", 3)
 # A document pending or ingesting with no progress for this long is enqueued again
