@@ -4,12 +4,16 @@ ingestion between sections of different documents, and how an admin settles them
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from django.urls import reverse
 
 from knowledge import cards, services
 from knowledge.conflicts import conflict_resolve, conflicts_check, open_conflict_for
 from knowledge.models import AnswerCard, Document, KnowledgeConflict
 from knowledge.tasks import conflicts_check_task
 from knowledge.values import section_values, subjects_match
+from releases.permissions import SUPPORT_ADMINS
 
 from .conftest import doc_id
 
@@ -106,3 +110,41 @@ def test_keeping_one_side_rejects_the_other_sides_card(kb: dict[str, int]) -> No
     assert conflicts_check(document_id=doc.pk) == {"opened": 0, "closed": 0, "kept": 1}
     with pytest.raises(ValueError):
         conflict_resolve(conflict_id=conflict.pk, resolution="flip a coin", user_id=None)
+
+
+@pytest.mark.django_db
+def test_support_admin_sees_the_count_and_the_two_sides_and_resolves(
+    kb: dict[str, int], client: Client
+) -> None:
+    user = User.objects.create_user("support", password="pw", is_staff=True)
+    user.groups.add(Group.objects.get(name=SUPPORT_ADMINS))
+    client.force_login(user)
+    doc = add_article(GIFT_WRAP)
+    listing = client.get(reverse("admin:knowledge_document_changelist")).content.decode()
+    assert "conflicts-open" not in listing
+
+    conflicts_check(document_id=doc.pk)
+    conflict = KnowledgeConflict.objects.get()
+    listing = client.get(reverse("admin:knowledge_document_changelist")).content.decode()
+    assert "1 conflict between articles is open" in listing
+
+    url = reverse("admin:knowledge_knowledgeconflict_change", args=[conflict.pk])
+    page = client.get(url).content.decode()
+    assert page.count('class="conflict-side"') == 2
+    assert '<mark class="conflict-value">$4.99</mark>' in page
+    assert '<mark class="conflict-value">$5.99</mark>' in page
+    assert "Pricing FAQ" in page and "Gift wrapping" in page
+
+    assert client.post(url, {"resolution": "coin"}).status_code == 200
+    conflict.refresh_from_db()
+    assert conflict.status == "open"
+    response = client.post(url, {"resolution": "both_right"})
+    assert response.status_code == 302
+    conflict.refresh_from_db()
+    assert (conflict.status, conflict.resolution, conflict.resolved_by) == (
+        "resolved",
+        "both_right",
+        user,
+    )
+    listing = client.get(reverse("admin:knowledge_document_changelist")).content.decode()
+    assert "conflicts-open" not in listing
