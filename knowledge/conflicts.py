@@ -207,6 +207,12 @@ def conflicts_check(*, document_id: int) -> dict[str, int]:
                 conflict.resolved_at = timezone.now()
                 conflict.save(update_fields=["status", "resolution", "resolved_at"])
                 counts["closed"] += 1
+        if counts["opened"] or counts["closed"]:
+            # L2 caches answers per knowledge-base version: one cached before the check
+            # must not keep picking a side.
+            from .services import kb_version_bump
+
+            kb_version_bump()
     if counts["opened"]:
         logger.info("document %s: %d new conflict(s)", document_id, counts["opened"])
     return counts
@@ -257,16 +263,87 @@ def open_conflict_for(*, document_id: int, anchor: str, question: str) -> Knowle
         status=KnowledgeConflict.Status.OPEN,
     ).select_related("document_a", "document_b")
     asked = kvalues.question_subject(question)
-    for conflict in rows:
-        if conflict.subject and set(conflict.subject) <= asked:
-            return conflict
-    return None
+    return next((c for c in rows if _asks_about(c, asked)), None)
 
 
-def conflicts_for_sections(pairs: Iterable[tuple[int, str]]) -> list[KnowledgeConflict]:
+def _asks_about(conflict: KnowledgeConflict, asked: frozenset[str]) -> bool:
+    """The question names every subject word of the conflict, and no case one of the
+    two sections states apart from the disputed sentence ("if you are a Gold member,
+    gift wrapping is free" answers a Gold member's question whatever the price)."""
+    subject = set(conflict.subject)
+    if not subject or not subject <= asked:
+        return False
+    cases: set[str] = set()
+    for text, sentence in (
+        (conflict.text_a, conflict.sentence_a),
+        (conflict.text_b, conflict.sentence_b),
+    ):
+        cases |= kvalues.subject_words(text) - kvalues.subject_words(sentence)
+    return not ((asked - subject) & cases)
+
+
+DISPUTED = {
+    "en": (
+        "Our “{title_a}” article says: {sentence_a} Our “{title_b}” article says: "
+        "{sentence_b} The two don't agree, so I won't pick one: a person on our team can "
+        "tell you which applies."
+    ),
+    "zh": (
+        "我们的《{title_a}》说：{sentence_a}而《{title_b}》说：{sentence_b}"
+        "两篇说法不一致，我不替您挑一个；人工客服可以告诉您以哪个为准。"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Disputed:
+    conflict_id: int
+    text: str
+    citations: list[dict[str, object]]
+
+
+def _sentence(text: str, language: str) -> str:
+    text = " ".join(text.split())
+    if language == "zh":
+        return text if text.endswith(("。", "！", "？")) else text + "。"
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def disputed_answer(
+    *, question: str, sections: Iterable[tuple[int, str]], language: str
+) -> Disputed | None:
+    """When one of the sections an answer would come from is a side of an open
+    conflict about what the question asks (it names every subject word): both sides,
+    quoted and cited, and the offer of a person. None otherwise (one query)."""
     wanted = Q(pk__in=[])
-    for document_id, anchor in pairs:
+    for document_id, anchor in sections:
         anchor = section_anchor(anchor)
         wanted |= Q(document_a_id=document_id, anchor_a=anchor)
         wanted |= Q(document_b_id=document_id, anchor_b=anchor)
-    return list(KnowledgeConflict.objects.filter(wanted, status=KnowledgeConflict.Status.OPEN))
+    rows = KnowledgeConflict.objects.filter(wanted, status=KnowledgeConflict.Status.OPEN)
+    asked = kvalues.question_subject(question)
+    rows = rows.select_related("document_a", "document_b")
+    conflict = next((c for c in rows if _asks_about(c, asked)), None)
+    if conflict is None:
+        return None
+    lang = language if language in DISPUTED else "en"
+    text = DISPUTED[lang].format(
+        title_a=conflict.document_a.title,
+        sentence_a=_sentence(conflict.sentence_a or conflict.text_a, lang),
+        title_b=conflict.document_b.title,
+        sentence_b=_sentence(conflict.sentence_b or conflict.text_b, lang),
+    )
+    citations: list[dict[str, object]] = [
+        {
+            "document_id": document.pk,
+            "title": document.title,
+            "heading": heading or document.title,
+            "anchor": anchor,
+            "snippet": " ".join(sentence.split()),
+        }
+        for document, heading, anchor, sentence in (
+            (conflict.document_a, conflict.heading_a, conflict.anchor_a, conflict.sentence_a),
+            (conflict.document_b, conflict.heading_b, conflict.anchor_b, conflict.sentence_b),
+        )
+    ]
+    return Disputed(conflict.pk, text, citations)

@@ -9,6 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from knowledge import cards, services
+from knowledge.answer import answer_plan
 from knowledge.conflicts import conflict_resolve, conflicts_check, open_conflict_for
 from knowledge.models import AnswerCard, Document, KnowledgeConflict
 from knowledge.tasks import conflicts_check_task
@@ -148,3 +149,32 @@ def test_support_admin_sees_the_count_and_the_two_sides_and_resolves(
     )
     listing = client.get(reverse("admin:knowledge_document_changelist")).content.decode()
     assert "conflicts-open" not in listing
+
+
+@pytest.mark.django_db
+def test_l2_cites_both_articles_on_the_disputed_subject_only(kb: dict[str, int]) -> None:
+    doc = add_article(GIFT_WRAP)
+    # The demo article's approved card would otherwise answer $4.99 on its own.
+    cards.cards_sync(document_id=doc_id("en-pricing-faq"))
+    old_card = AnswerCard.objects.get(document_id=doc_id("en-pricing-faq"), anchor="gift-wrapping")
+    cards.card_review(card_ids=[old_card.pk], status=AnswerCard.Status.APPROVED, user_id=None)
+    conflicts_check(document_id=doc.pk)
+    conflict = KnowledgeConflict.objects.get()
+
+    for question in ("how much is gift wrapping?", "what does gift wrap cost per item?"):
+        plan = answer_plan(question=question, language="en")
+        assert plan.retrieval.get("conflict") == conflict.pk, question
+        assert "$4.99" in plan.text and "$5.99" in plan.text
+        assert "“Pricing FAQ”" in plan.text and "“Gift wrapping”" in plan.text
+        assert plan.actions == ["offer:human"] and plan.generation is None
+        assert {c["document_id"] for c in plan.citations} == {doc.pk, doc_id("en-pricing-faq")}
+
+    # A case one article states apart, and another subject, are answered as before.
+    for question in ("is gift wrapping free for Gold members?", "how much is express shipping?"):
+        assert "conflict" not in answer_plan(question=question, language="en").retrieval
+
+    conflict_resolve(conflict_id=conflict.pk, resolution="both_right", user_id=None)
+    assert (
+        "conflict"
+        not in answer_plan(question="how much is gift wrapping?", language="en").retrieval
+    )
