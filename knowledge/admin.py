@@ -16,9 +16,10 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext_lazy as _
 
-from . import cards, services
-from .models import AnswerCard, Chunk, DeletedSeedDocument, Document
+from . import cards, conflicts, services
+from .models import AnswerCard, Chunk, DeletedSeedDocument, Document, KnowledgeConflict
 
 
 class DocumentForm(forms.ModelForm):
@@ -153,6 +154,14 @@ class DocumentAdmin(admin.ModelAdmin):
         waiting = counts.get(AnswerCard.Status.DRAFT, 0) + counts.get(AnswerCard.Status.STALE, 0)
         url = reverse("admin:knowledge_answercard_changelist") + f"?document__id__exact={obj.pk}"
         return format_html('<a href="{}">{} card(s), {} awaiting review</a>', url, total, waiting)
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        # The count of open conflicts above the list (the template links to them).
+        extra_context = {
+            **(extra_context or {}),
+            "conflicts_open": conflicts.conflicts_open_count(),
+        }
+        return super().changelist_view(request, extra_context)
 
     def save_model(self, request: HttpRequest, obj: Document, form: Any, change: bool) -> None:
         services.document_save(document=obj)
@@ -476,4 +485,93 @@ class DeletedSeedDocumentAdmin(admin.ModelAdmin):
         counts = knowledge_seed(keys=keys)
         self.message_user(
             request, f"{counts['created']} demo article(s) restored; ingestion is queued."
+        )
+
+
+def _marked(text: str, value: str) -> str:
+    """The section, escaped, with the disputed value marked."""
+    escaped, mark = str(escape(text)), str(escape(value))
+    if mark and mark in escaped:
+        escaped = escaped.replace(mark, f'<mark class="conflict-value">{mark}</mark>', 1)
+    return mark_safe(escaped)
+
+
+@admin.register(KnowledgeConflict)
+class KnowledgeConflictAdmin(admin.ModelAdmin):
+    """Two articles that state different values about one subject, side by side. Until
+    it is resolved, L2 cites both for a question about the subject and offers a person."""
+
+    list_display = ["about", "values", "document_a", "document_b", "status", "resolution"]
+    list_filter = ["status", "kind", "language"]
+    list_select_related = ["document_a", "document_b"]
+    search_fields = ["text_a", "text_b", "document_a__title", "document_b__title"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # conflicts come from articles: the check runs after every ingestion
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.has_perm("knowledge.change_knowledgeconflict"))
+
+    @admin.display(description=_("about"))
+    def about(self, obj: KnowledgeConflict) -> str:
+        return " ".join(obj.subject)
+
+    @admin.display(description=_("values"))
+    def values(self, obj: KnowledgeConflict) -> str:
+        return f"{obj.value_a} / {obj.value_b}"
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: Any = None,
+    ) -> HttpResponse:
+        conflict = self.get_object(request, object_id)
+        if conflict is None:
+            return HttpResponseRedirect(reverse("admin:knowledge_knowledgeconflict_changelist"))
+        if request.method == "POST":
+            if not self.has_change_permission(request, conflict):
+                return HttpResponse(status=403)
+            resolution = request.POST.get("resolution", "")
+            try:
+                conflicts.conflict_resolve(
+                    conflict_id=conflict.pk, resolution=resolution, user_id=request.user.pk
+                )
+            except ValueError:
+                self.message_user(request, _("Choose how to resolve it."), messages.ERROR)
+            else:
+                self.message_user(request, _("Conflict resolved."), messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:knowledge_knowledgeconflict_changelist"))
+        sides = [
+            {
+                "label": _("Article A"),
+                "document": conflict.document_a,
+                "url": reverse("admin:knowledge_document_change", args=[conflict.document_a_id]),
+                "heading": conflict.heading_a,
+                "value": conflict.value_a,
+                "text": _marked(conflict.text_a, conflict.value_a),
+                "keep": KnowledgeConflict.Resolution.KEPT_A,
+            },
+            {
+                "label": _("Article B"),
+                "document": conflict.document_b,
+                "url": reverse("admin:knowledge_document_change", args=[conflict.document_b_id]),
+                "heading": conflict.heading_b,
+                "value": conflict.value_b,
+                "text": _marked(conflict.text_b, conflict.value_b),
+                "keep": KnowledgeConflict.Resolution.KEPT_B,
+            },
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": _("Articles that disagree"),
+            "conflict": conflict,
+            "sides": sides,
+            "both_right": KnowledgeConflict.Resolution.BOTH_RIGHT,
+            "can_change": self.has_change_permission(request, conflict),
+        }
+        return TemplateResponse(
+            request, "admin/knowledge/knowledgeconflict/side_by_side.html", context
         )

@@ -329,6 +329,25 @@ def _card_answer(match: CardMatch, language: str) -> KnowledgeAnswer:
     )
 
 
+def _disputed(
+    question: str, sections: list[tuple[int, str]], language: str
+) -> KnowledgeAnswer | None:
+    """Two articles disagree on what the question asks (an open conflict,
+    ``knowledge.conflicts``): quote both and offer a person, never pick one."""
+    from .conflicts import disputed_answer
+
+    found = disputed_answer(question=question, sections=sections, language=language)
+    if found is None:
+        return None
+    return KnowledgeAnswer(
+        language=language,
+        text=found.text,
+        citations=list(found.citations),
+        actions=["offer:human"],
+        retrieval={"answered": True, "conflict": found.conflict_id},
+    )
+
+
 def answer_plan(
     *,
     question: str,
@@ -342,6 +361,8 @@ def answer_plan(
     role = role or settings.TIERDESK_KB_ANSWER_ROLE
     match = approved_card(question=question, language=lang)
     if match is not None:
+        if disputed := _disputed(question, [(match.row.document_id, match.row.anchor)], lang):
+            return disputed
         return _card_answer(match, lang)
     result = retrieval or passages_retrieve(question=question, language=lang, method=method)
     from .index import get_snapshot
@@ -353,6 +374,8 @@ def answer_plan(
     budget = settings.TIERDESK_KB_CONTEXT_TOKENS
     chosen, extras = context_select(result.passages, budget=budget, summaries=summaries)
     chosen = coverage_first(question, chosen)
+    if disputed := _disputed(question, [(p.document_id, p.anchor) for p in chosen], lang):
+        return disputed
     explain = result.explain()
     if (
         chosen

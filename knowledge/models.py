@@ -270,3 +270,76 @@ def split_terms(value: str) -> list[str]:
     """ "a, b\\nc" -> ["a", "b", "c"]: commas (also the Chinese ones) or new lines."""
     parts = value.replace("，", ",").replace("、", ",").replace("\n", ",").split(",")
     return [" ".join(p.split()) for p in parts if p.strip()]
+
+
+class KnowledgeConflict(models.Model):
+    """Two sections of different articles that state different values about one
+    subject (a price, a duration, a percentage, a yes and a no), found at ingestion
+    (``knowledge.conflicts``). Until a support admin resolves it, L2 cites both
+    sections for a question about its subject and offers a person, never one side."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "open"
+        RESOLVED = "resolved", "resolved"
+
+    class Resolution(models.TextChoices):
+        KEPT_A = "kept_a", "kept the first article"
+        KEPT_B = "kept_b", "kept the second article"
+        BOTH_RIGHT = "both_right", "both are right"
+        EDITED = "edited", "an article was edited"
+
+    class Kind(models.TextChoices):
+        MONEY = "money", "price"
+        DURATION = "duration", "duration"
+        PERCENT = "percent", "percentage"
+        POLARITY = "polarity", "yes or no"
+
+    # Sections are kept by (document, anchor) and copied: chunks are replaced on every
+    # ingestion, a conflict outlives that.
+    document_a = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    anchor_a = models.CharField(max_length=160)
+    heading_a = models.CharField(max_length=200, blank=True)
+    text_a = models.TextField()
+    value_a = models.CharField(max_length=80)
+    sentence_a = models.TextField(blank=True)
+    document_b = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    anchor_b = models.CharField(max_length=160)
+    heading_b = models.CharField(max_length=200, blank=True)
+    text_b = models.TextField()
+    value_b = models.CharField(max_length=80)
+    sentence_b = models.TextField(blank=True)
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # The subject words both values are stated about (stems; jieba words for Chinese).
+    subject = models.JSONField(default=list)
+    language = models.CharField(max_length=8, default="en")
+    similarity = models.FloatField(default=0.0)
+
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True
+    )
+    resolution = models.CharField(max_length=16, choices=Resolution.choices, blank=True)
+    resolved_by = models.ForeignKey(
+        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["status", "-created_at"]
+        verbose_name = "conflict between articles"
+        verbose_name_plural = "conflicts between articles"
+
+    def __str__(self) -> str:
+        return f"{self.value_a} / {self.value_b} ({' '.join(self.subject)})"
+
+    def key(self) -> tuple[int, str, int, str, str, str, str]:
+        return (
+            self.document_a_id,
+            self.anchor_a,
+            self.document_b_id,
+            self.anchor_b,
+            self.kind,
+            self.value_a,
+            self.value_b,
+        )

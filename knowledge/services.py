@@ -143,6 +143,15 @@ def _send_cards(document_id: int) -> None:
         logger.warning("broker unavailable, cards of document %s not drafted: %s", document_id, exc)
 
 
+def _send_conflicts(document_id: int) -> None:
+    try:
+        task_enqueue("knowledge.conflicts_check", args=[document_id])
+    except Exception as exc:
+        logger.warning(
+            "broker unavailable, conflicts of document %s not checked: %s", document_id, exc
+        )
+
+
 def document_save(*, document: Document, force: bool = False) -> Document:
     """Save a created or edited document; (re-)ingest it when its content changed.
 
@@ -463,6 +472,8 @@ def document_ingest(*, document_id: int, force: bool = False) -> IngestOutcome:
         kb_version_bump()
         # The cards are drafted by their own task: a model may write them, and the
         # article is searchable (and answerable by extract) before they exist.
+        # Conflicts first: the check is quick and cards may wait on a model.
+        transaction.on_commit(lambda: _send_conflicts(document_id))
         transaction.on_commit(lambda: _send_cards(document_id))
     seconds = time.perf_counter() - started
     logger.info("ingested document %s (%d chunks) in %.2fs", document_id, len(drafts), seconds)

@@ -55,3 +55,13 @@ def cards_sync_task(document_id: int) -> dict[str, int]:
     from knowledge.cards import cards_sync
 
     return cards_sync(document_id=document_id)
+
+
+@shared_task(name="knowledge.conflicts_check", acks_late=True)
+def conflicts_check_task(document_id: int) -> dict[str, int]:
+    """After an ingestion or a deletion: open or close the document's conflicts with
+    other articles (``knowledge.conflicts.conflicts_check``; idempotent, a few
+    milliseconds of numpy, so it never holds the queue up like a model call)."""
+    from knowledge.conflicts import conflicts_check
+
+    return conflicts_check(document_id=document_id)

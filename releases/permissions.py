@@ -36,6 +36,7 @@ GROUP_PERMISSIONS: dict[str, list[str]] = {
             f"{app}.{action}_{model}"
             for app, models in (
                 ("knowledge", ("document", "chunk", "answercard", "deletedseeddocument")),
+                ("knowledge", ("knowledgeconflict",)),
                 ("routing", ("intent", "utterance", "replytemplate", "slotpattern", "rule")),
             )
             for model in models

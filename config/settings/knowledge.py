@@ -87,3 +87,7 @@ TIERDESK_KB_INGEST_RETRIES = env_int("TIERDESK_KB_INGEST_RETRIES", 3)
 # (its task was lost with the broker's queue); beat checks every TIERDESK_KB_SWEEP_S.
 TIERDESK_KB_REQUEUE_AFTER_S = env_float("TIERDESK_KB_REQUEUE_AFTER_S", 900.0)
 TIERDESK_KB_SWEEP_S = env_float("TIERDESK_KB_SWEEP_S", 60.0)
+# Two sections of different articles are checked for disagreeing values (a price, a
+# duration, a yes and a no: knowledge/conflicts.py) when their embeddings are at
+# least this similar.
+TIERDESK_KB_CONFLICT_SIMILARITY = env_float("TIERDESK_KB_CONFLICT_SIMILARITY", 0.45)
