@@ -37,6 +37,12 @@ if TIERDESK_ORDER_BACKEND not in _ORDER_SERVICES:
         f"use {' or '.join(_ORDER_SERVICES)} (docs/order-api.md)"
     )
 ORDER_SERVICE = _ORDER_SERVICES[TIERDESK_ORDER_BACKEND]
+# The demo shop's mode: its page (frontend/views.py) signs a shopper token for whoever
+# ``/?as=<customer_id>`` names, so anyone can be any demo shopper. Off unless a demo says
+# so (``make run`` does); never with a real shop's orders: with a non-demo order backend
+# the page signs nobody in and ``manage.py check`` refuses the pair (config/checks.py).
+TIERDESK_DEMO_SHOP = env_bool("TIERDESK_DEMO_SHOP", False)
+TIERDESK_DEMO_IMPERSONATION = TIERDESK_DEMO_SHOP and TIERDESK_ORDER_BACKEND == "django"
 TIERDESK_SHOPPER_TOKEN_MAX_AGE_S = env_int("TIERDESK_SHOPPER_TOKEN_MAX_AGE_S", 3600)
 
 

@@ -10,6 +10,8 @@ from .env import env_str
 
 INSTALLED_APPS = [
     "daphne",
+    # The project's own system checks (config/checks.py).
+    "config.apps.TierdeskConfig",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
