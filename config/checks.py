@@ -10,6 +10,7 @@ keys, demo impersonation) only while nobody else can reach it: as soon as
   Django secret key or the shopper token key on a non-local host.
 - ``tierdesk.E003``: the demo shop's impersonation with a non-demo order backend.
 - ``tierdesk.W001``: the demo shop's impersonation on a non-local host.
+- ``tierdesk.W002``: order reads by typed email alone on a non-local host.
 """
 
 from __future__ import annotations
@@ -85,6 +86,15 @@ def safety_problems(conf: Any = settings) -> list[CheckMessage]:
                 "in as any demo shopper with /?as=<customer_id>.",
                 hint="Fine for a public demo of the demo shop; unset it for a real shop.",
                 id="tierdesk.W001",
+            )
+        )
+    if public and conf.TIERDESK_CHAT_IDENTITY_READS:
+        problems.append(
+            Warning(
+                f"TIERDESK_CHAT_IDENTITY_READS is on for a public host ({where}): "
+                "anyone who types a shopper's email can read their orders.",
+                hint="Unset it so order details need the shop's token or an emailed code.",
+                id="tierdesk.W002",
             )
         )
     return problems

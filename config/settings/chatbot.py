@@ -63,9 +63,10 @@ def _jwt_keys() -> dict[str, str]:
 TIERDESK_SHOPPER_JWT_KEYS: dict[str, str] = _jwt_keys()
 
 # --- shopper identity: who may read, and who may change, an order (docs/identity.md) ------
-# Email, or name + zip, typed in the chat identifies a shopper well enough to READ their
-# orders when this is true; false asks for the emailed one-time code first.
-TIERDESK_CHAT_IDENTITY_READS = env_bool("TIERDESK_CHAT_IDENTITY_READS", True)
+# Email, or name + zip, typed in the chat finds a shopper but proves nothing: by default
+# (false) reading their orders needs the shop's token or the emailed one-time code. True
+# lets the typed identity READ orders (never change them); a shop opts in knowingly.
+TIERDESK_CHAT_IDENTITY_READS = env_bool("TIERDESK_CHAT_IDENTITY_READS", False)
 # What CHANGING an order (cancel, new address) needs. "code" (the safe default): the
 # shop's signed token, or a one-time code emailed to the shopper. "token": the shop's
 # signed token only. Knowing an email is never enough.

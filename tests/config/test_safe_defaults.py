@@ -162,3 +162,15 @@ def test_the_server_refuses_to_start_where_check_would_fail() -> None:
         TIERDESK_SHOPPER_TOKEN_KEY=secrets.token_urlsafe(32),
     )
     assert started.returncode == 0, started.stderr
+
+
+def test_typed_email_reads_on_a_public_host_are_a_warning() -> None:
+    public = conf(
+        ALLOWED_HOSTS=["chat.shop.com"],
+        DEBUG=False,
+        SECRET_KEY=secrets.token_urlsafe(50),
+        TIERDESK_SHOPPER_TOKEN_KEY=secrets.token_urlsafe(32),
+    )
+    assert ids(public) == []
+    public.TIERDESK_CHAT_IDENTITY_READS = True
+    assert ids(public) == ["tierdesk.W002"]
