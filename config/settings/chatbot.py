@@ -104,7 +104,11 @@ TIERDESK_BOTCHECK_RETENTION_DAYS = env_int("TIERDESK_BOTCHECK_RETENTION_DAYS", 3
 # --- personal data retention (chatbot/privacy.py, docs/security.md) ------------------------
 # Days each kind of personal data is kept; 0 keeps it for ever. Celery beat runs
 # chatbot.privacy_purge daily. A conversation silent for MESSAGES_DAYS goes whole;
-# client IPs and user agents are blanked after CLIENT_IP_DAYS; ratings after FEEDBACK_DAYS.
+# client IPs and user agents are blanked after CLIENT_IP_DAYS; ratings after FEEDBACK_DAYS;
+# desk tickets after TICKETS_DAYS.
 TIERDESK_RETENTION_MESSAGES_DAYS = env_int("TIERDESK_RETENTION_MESSAGES_DAYS", 365)
 TIERDESK_RETENTION_CLIENT_IP_DAYS = env_int("TIERDESK_RETENTION_CLIENT_IP_DAYS", 30)
 TIERDESK_RETENTION_FEEDBACK_DAYS = env_int("TIERDESK_RETENTION_FEEDBACK_DAYS", 365)
+# Desk tickets (a shopper's email, question and the answer) after this many days from
+# the last thing that happened to them (left, or answered).
+TIERDESK_RETENTION_TICKETS_DAYS = env_int("TIERDESK_RETENTION_TICKETS_DAYS", 365)
