@@ -6,8 +6,9 @@ tied to ``Conversation.customer_id`` once the shopper is identified. Apps above 
 one keep more (the desk's tickets); they add their part with ``shopper_data_register``,
 so export and erase cover everything without this module importing them.
 
-Retention (settings, 0 keeps for ever): ``privacy_purge`` runs daily from Celery beat.
-It deletes by age only, so it is idempotent and safe to run twice.
+Retention (settings, 0 keeps for ever): ``privacy_purge`` runs daily from Celery beat,
+over this app's data and every registered part's ``purge`` (the desk's tickets). It
+deletes by age only, so it is idempotent and safe to run twice.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ logger = logging.getLogger(__name__)
 class ShopperData:
     """One app's part of a shopper's data: ``export`` returns JSON-able rows, ``erase``
     deletes them and returns how many went. Both take the customer id and the emails
-    the shopper is known by (tickets are filed by email, not by customer id)."""
+    the shopper is known by (tickets are filed by email, not by customer id).
+    ``purge`` applies that app's retention at ``now`` (daily, with the rest of
+    ``privacy_purge``) and returns counts by kind; by age only, so it is idempotent."""
 
     name: str
     export: Callable[[str, list[str]], list[dict[str, Any]]]
     erase: Callable[[str, list[str]], int]
+    purge: Callable[[datetime], dict[str, int]] | None = None
 
 
 _REGISTRY: dict[str, ShopperData] = {}
@@ -150,5 +154,9 @@ def privacy_purge(*, now: datetime | None = None) -> dict[str, int]:
         counts["feedback"], _ = Feedback.objects.filter(created_at__lt=before).delete()
     if (before := cutoff(settings.TIERDESK_BOTCHECK_RETENTION_DAYS)) is not None:
         counts["bot_checks"], _ = BotCheck.objects.filter(created_at__lt=before).delete()
+    # The apps above this one (the desk's tickets) apply their own retention.
+    for part in _REGISTRY.values():
+        if part.purge is not None:
+            counts |= part.purge(now)
     logger.info("privacy purge %s", counts)
     return counts

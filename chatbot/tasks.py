@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
+
+from chatbot.mail import MAX_RETRIES, PERMANENT, RETRYABLE, Email, email_deliver
 
 
 @shared_task(name="chatbot.botcheck_purge", acks_late=True, ignore_result=True)
@@ -20,3 +24,20 @@ def privacy_purge() -> dict[str, int]:
     from chatbot.privacy import privacy_purge as purge
 
     return purge()
+
+
+@shared_task(
+    name="chatbot.email_send",
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=RETRYABLE,
+    dont_autoretry_for=PERMANENT,
+    retry_backoff=2,
+    retry_backoff_max=120,
+    retry_jitter=True,
+    max_retries=MAX_RETRIES,
+)
+def email_send(payload: dict[str, Any]) -> None:
+    """One email (chatbot/mail.py), retried with backoff while the mail server fails or
+    times out (EMAIL_TIMEOUT)."""
+    email_deliver(Email(**payload))

@@ -16,8 +16,13 @@ from django.conf import settings  # noqa: E402
 from django.urls import path  # noqa: E402
 
 from chatbot import wsroutes  # noqa: E402
+from config.checks import refuse_unsafe_start  # noqa: E402
 from config.origin import allowed_hosts_origin_validator  # noqa: E402
 from desk import wsroutes as desk_wsroutes  # noqa: E402
+
+# Daphne runs no system checks: DEBUG or a published key on a public host, or demo
+# impersonation over a real shop's orders, stop the server here (config/checks.py).
+refuse_unsafe_start()
 
 application = ProtocolTypeRouter(
     {

@@ -5,8 +5,10 @@ deleted here."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q
 
 from chatbot.privacy import ShopperData
@@ -48,4 +50,19 @@ def desk_erase(customer_id: str, emails: list[str]) -> int:
     return int(deleted)
 
 
-DESK_DATA = ShopperData("desk", desk_export, desk_erase)
+def desk_purge(now: datetime) -> dict[str, int]:
+    """Tickets past TIERDESK_RETENTION_TICKETS_DAYS (0 keeps them): an open ticket by
+    the day it was left, an answered one by the day it was answered. Their audit events
+    stay, without the ticket (SET_NULL)."""
+    days = settings.TIERDESK_RETENTION_TICKETS_DAYS
+    if days <= 0:
+        return {"tickets": 0}
+    before = now - timedelta(days=days)
+    stale = Ticket.objects.filter(created_at__lt=before).filter(
+        Q(answered_at__isnull=True) | Q(answered_at__lt=before)
+    )
+    deleted, _ = stale.delete()
+    return {"tickets": int(deleted)}
+
+
+DESK_DATA = ShopperData("desk", desk_export, desk_erase, desk_purge)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -29,6 +28,7 @@ from chatbot.handoff import (
     handoff_resolve,
     handoff_transfer,
 )
+from chatbot.mail import Email, email_send
 from chatbot.models import Conversation, Message
 from chatbot.orders.backends import get_order_service
 from chatbot.orders.types import OrderServiceError
@@ -339,15 +339,19 @@ def ticket_create(*, session_key: str, email: str, question: str) -> Ticket:
         language=conversation.language if conversation else "",
     )
     try:
-        send_mail(
-            subject=f"[Tierdesk] Ticket {ticket.pk} from {email}",
-            message=(
-                f"A shopper left a question while nobody was available.\n\n"
-                f"From: {email}\nConversation: {conversation.public_id if conversation else '-'}"
-                f"\n\n{question}\n\nAnswer it from the desk: /desk/"
-            ),
-            from_email=settings.DEFAULT_FROM_EMAIL,
-            recipient_list=[settings.TIERDESK_SHOP_EMAIL],
+        email_send(
+            Email(
+                subject=f"[Tierdesk] Ticket {ticket.pk} from {email}",
+                body=(
+                    f"A shopper left a question while nobody was available.\n\n"
+                    f"From: {email}\nConversation: "
+                    f"{conversation.public_id if conversation else '-'}"
+                    f"\n\n{question}\n\nAnswer it from the desk: /desk/"
+                ),
+                from_email=settings.DEFAULT_FROM_EMAIL,
+                to=[settings.TIERDESK_SHOP_EMAIL],
+                kind="ticket",
+            )
         )
     except Exception:
         logger.exception("ticket %s stored, but the shop could not be emailed", ticket.pk)
@@ -370,10 +374,13 @@ def ticket_answer(*, agent_id: int, ticket_id: int, text: str) -> Outcome:
         AuditEvent.objects.create(
             ticket=ticket, actor_id=agent_id, action=AuditEvent.Action.TICKET_REPLY
         )
-        send_mail(
-            subject="Re: your question",
-            message=f"{text}\n\n> {ticket.question}",
-            from_email=settings.TIERDESK_SHOP_EMAIL,
-            recipient_list=[ticket.email],
+        email_send(
+            Email(
+                subject="Re: your question",
+                body=f"{text}\n\n> {ticket.question}",
+                from_email=settings.TIERDESK_SHOP_EMAIL,
+                to=[ticket.email],
+                kind="ticket_answer",
+            )
         )
     return Outcome(True)

@@ -1,10 +1,11 @@
 """The demo shop front: a stand-in for a shop's logged-in page with the widget embedded.
 
-It plays the shop's part of docs/identity.md: it signs a shopper token for the demo
-shopper (``?as=<customer_id>``, ``?token=none`` for an anonymous visitor) so the bot can
-answer "where is my order" for them. Everything it reads from the other apps is
-imported lazily and optional: the page renders before the demo data is seeded, and
-with any of those modules missing.
+It plays the shop's part of docs/identity.md: in the demo shop's mode
+(``TIERDESK_DEMO_SHOP``, with the demo order backend) it signs a shopper token for the
+demo shopper (``?as=<customer_id>``, ``?token=none`` for an anonymous visitor) so the bot
+can answer "where is my order" for them; otherwise every visitor is anonymous.
+Everything it reads from the other apps is imported lazily and optional: the page
+renders before the demo data is seeded, and with any of those modules missing.
 """
 
 from __future__ import annotations
@@ -84,8 +85,9 @@ def _shopper(customer_id: str) -> tuple[str, list[str]]:
 
 def _token(customer_id: str, *, vip: bool) -> str | None:
     # The page signs a token for whoever ?as= names: a demo convenience that must not
-    # run where the signing key is a real shop's, so production never issues one here.
-    if getattr(settings, "PRODUCTION", False):
+    # run where the signing key or the orders are a real shop's. Only the demo shop's
+    # mode with its own tables (TIERDESK_DEMO_IMPERSONATION), and never in production.
+    if not settings.TIERDESK_DEMO_IMPERSONATION or settings.PRODUCTION:
         return None
     try:
         from chatbot.orders.identity import shopper_token_issue
@@ -102,6 +104,10 @@ def demo_shop(request: HttpRequest) -> HttpResponse:
 
     token = None
     display_name, order_ids = "", list[str]()
+    # Outside the demo shop's mode the page signs nobody in: it shows the widget to an
+    # anonymous visitor, as a shop's public page would.
+    if not settings.TIERDESK_DEMO_IMPERSONATION:
+        anonymous = True
     if not anonymous:
         display_name, order_ids = _shopper(customer_id)
         token = _token(customer_id, vip=request.GET.get("vip") == "1")

@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# The demo shop's mode: the page at / signs in a demo shopper (/?as=<customer_id>).
+export TIERDESK_DEMO_SHOP=${TIERDESK_DEMO_SHOP:-true}
 HOST=${TIERDESK_HOST:-127.0.0.1}
 PORT=${TIERDESK_PORT:-8000}
 mkdir -p var/log

@@ -16,6 +16,11 @@ from pathlib import Path
 PO = Path(__file__).resolve().parent.parent / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
 
 ZH = {
+    # the staff login lockout page (frontend/templates/frontend/lockout.html); its two
+    # plural messages are written in the .po directly (one Chinese form each)
+    "Too many sign-in attempts": "登录尝试次数过多",
+    "Wait, then try again with the right password. If you have forgotten it, ask an administrator to set a new one (manage.py changepassword).": "请稍候，再用正确的密码重试。如果忘记了密码，请管理员为你设置新密码（manage.py changepassword）。",
+    "Back to the sign-in page": "返回登录页",
     # the admin (chatbot/admin.py, transcript)
     "up": "赞",
     "down": "踩",

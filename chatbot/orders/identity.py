@@ -32,9 +32,9 @@ import jwt
 from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
-from django.core.mail import send_mail
 from django.utils.translation import gettext_noop
 
+from ..mail import Email, email_send
 from ..refusals import Refusal
 from .types import Customer, OrderService
 
@@ -364,11 +364,13 @@ def code_send(*, state: dict[str, Any], customer: Customer, language: str) -> st
     }
     subject, body = EMAIL_TEXT.get(language, EMAIL_TEXT["en"])
     minutes = max(1, settings.TIERDESK_VERIFY_CODE_TTL_S // 60)
-    send_mail(
-        subject,
-        body.format(code=code, minutes=minutes),
-        None,  # DEFAULT_FROM_EMAIL
-        [customer.email],
+    email_send(
+        Email(
+            subject=subject,
+            body=body.format(code=code, minutes=minutes),
+            to=[customer.email],
+            kind="code",
+        )
     )
     logger.info("verify code sent customer=%s", customer_ref(cid))
     return email_mask(customer.email)

@@ -37,6 +37,12 @@ if TIERDESK_ORDER_BACKEND not in _ORDER_SERVICES:
         f"use {' or '.join(_ORDER_SERVICES)} (docs/order-api.md)"
     )
 ORDER_SERVICE = _ORDER_SERVICES[TIERDESK_ORDER_BACKEND]
+# The demo shop's mode: its page (frontend/views.py) signs a shopper token for whoever
+# ``/?as=<customer_id>`` names, so anyone can be any demo shopper. Off unless a demo says
+# so (``make run`` does); never with a real shop's orders: with a non-demo order backend
+# the page signs nobody in and ``manage.py check`` refuses the pair (config/checks.py).
+TIERDESK_DEMO_SHOP = env_bool("TIERDESK_DEMO_SHOP", False)
+TIERDESK_DEMO_IMPERSONATION = TIERDESK_DEMO_SHOP and TIERDESK_ORDER_BACKEND == "django"
 TIERDESK_SHOPPER_TOKEN_MAX_AGE_S = env_int("TIERDESK_SHOPPER_TOKEN_MAX_AGE_S", 3600)
 
 
@@ -57,9 +63,10 @@ def _jwt_keys() -> dict[str, str]:
 TIERDESK_SHOPPER_JWT_KEYS: dict[str, str] = _jwt_keys()
 
 # --- shopper identity: who may read, and who may change, an order (docs/identity.md) ------
-# Email, or name + zip, typed in the chat identifies a shopper well enough to READ their
-# orders when this is true; false asks for the emailed one-time code first.
-TIERDESK_CHAT_IDENTITY_READS = env_bool("TIERDESK_CHAT_IDENTITY_READS", True)
+# Email, or name + zip, typed in the chat finds a shopper but proves nothing: by default
+# (false) reading their orders needs the shop's token or the emailed one-time code. True
+# lets the typed identity READ orders (never change them); a shop opts in knowingly.
+TIERDESK_CHAT_IDENTITY_READS = env_bool("TIERDESK_CHAT_IDENTITY_READS", False)
 # What CHANGING an order (cancel, new address) needs. "code" (the safe default): the
 # shop's signed token, or a one-time code emailed to the shopper. "token": the shop's
 # signed token only. Knowing an email is never enough.
@@ -97,7 +104,11 @@ TIERDESK_BOTCHECK_RETENTION_DAYS = env_int("TIERDESK_BOTCHECK_RETENTION_DAYS", 3
 # --- personal data retention (chatbot/privacy.py, docs/security.md) ------------------------
 # Days each kind of personal data is kept; 0 keeps it for ever. Celery beat runs
 # chatbot.privacy_purge daily. A conversation silent for MESSAGES_DAYS goes whole;
-# client IPs and user agents are blanked after CLIENT_IP_DAYS; ratings after FEEDBACK_DAYS.
+# client IPs and user agents are blanked after CLIENT_IP_DAYS; ratings after FEEDBACK_DAYS;
+# desk tickets after TICKETS_DAYS.
 TIERDESK_RETENTION_MESSAGES_DAYS = env_int("TIERDESK_RETENTION_MESSAGES_DAYS", 365)
 TIERDESK_RETENTION_CLIENT_IP_DAYS = env_int("TIERDESK_RETENTION_CLIENT_IP_DAYS", 30)
 TIERDESK_RETENTION_FEEDBACK_DAYS = env_int("TIERDESK_RETENTION_FEEDBACK_DAYS", 365)
+# Desk tickets (a shopper's email, question and the answer) after this many days from
+# the last thing that happened to them (left, or answered).
+TIERDESK_RETENTION_TICKETS_DAYS = env_int("TIERDESK_RETENTION_TICKETS_DAYS", 365)

@@ -3,7 +3,7 @@ and the email they go out by."""
 
 from __future__ import annotations
 
-from .core import PRODUCTION
+from .core import PRODUCTION, TIERDESK_ENV
 from .env import env_bool, env_int, env_str
 
 # --- human handoff and the agent desk (docs/desk.md) ----------------------------------------
@@ -32,3 +32,10 @@ EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25)
 EMAIL_HOST_USER = env_str("DJANGO_EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env_str("DJANGO_EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
+# Seconds the SMTP backend waits on the mail server before it gives up (Django's
+# EMAIL_TIMEOUT; the task then retries).
+EMAIL_TIMEOUT = env_int("DJANGO_EMAIL_TIMEOUT", 10)
+# One-time codes, tickets and ticket answers go out through the Celery task
+# chatbot.email_send (chatbot/mail.py), never from a turn's thread. Test runs send at
+# once (the locmem backend) so a test can read what was sent.
+TIERDESK_EMAIL_ASYNC = env_bool("TIERDESK_EMAIL_ASYNC", TIERDESK_ENV != "test")

@@ -1,6 +1,12 @@
-"""Secrets, hosts and the HTTPS settings; production refuses to start without its secrets."""
+"""Secrets, hosts and the HTTPS settings; production refuses to start without its secrets.
+Staff logins are throttled (django-axes) and every page carries a Content-Security-Policy
+(django-csp)."""
 
 from __future__ import annotations
+
+from datetime import timedelta
+
+from csp.constants import NONE, SELF
 
 from .core import PRODUCTION, TIERDESK_ENV
 from .env import ImproperlyConfiguredEnv, env_bool, env_int, env_list, env_str
@@ -39,3 +45,47 @@ SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31536000 if PRODUCTI
 SECURE_HSTS_INCLUDE_SUBDOMAINS = PRODUCTION
 SECURE_HSTS_PRELOAD = PRODUCTION
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if PRODUCTION else None
+
+# --- staff logins (docs/security.md, "Safe defaults") -----------------------------------------
+# /admin/login/ is also the desk's and the console's login. After this many failed
+# attempts from one client address, that address is refused for the lockout time
+# (frontend/lockout.py says so, in the staff member's language). Attempts are kept in the
+# database (admin: Axes), so every Daphne process counts the same ones.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+TIERDESK_ADMIN_LOGIN_FAILURES = env_int("TIERDESK_ADMIN_LOGIN_FAILURES", 5)
+TIERDESK_ADMIN_LOCKOUT_MINUTES = env_int("TIERDESK_ADMIN_LOCKOUT_MINUTES", 15)
+if TIERDESK_ADMIN_LOGIN_FAILURES < 1 or TIERDESK_ADMIN_LOCKOUT_MINUTES < 1:
+    raise ImproperlyConfiguredEnv(
+        "TIERDESK_ADMIN_LOGIN_FAILURES and TIERDESK_ADMIN_LOCKOUT_MINUTES must be at least 1"
+    )
+AXES_FAILURE_LIMIT = TIERDESK_ADMIN_LOGIN_FAILURES
+AXES_COOLOFF_TIME = timedelta(minutes=TIERDESK_ADMIN_LOCKOUT_MINUTES)
+# The client address is REMOTE_ADDR: behind the proxy, Daphne's --proxy-headers sets it
+# from X-Forwarded-For (docs/deployment.md).
+AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "frontend.lockout.lockout_response"
+
+# --- Content-Security-Policy (django-csp) -------------------------------------------------------
+# Every page Tierdesk serves (the demo shop and its widget, the console, the desk, the
+# admin) runs only its own scripts: no inline script, no other origin. The widget's bot
+# check compiles botcheck.wasm ('wasm-unsafe-eval'); its WebSocket and fetches go to this
+# origin ('self' covers ws:/wss: on it). Styles allow inline attributes (the admin's and
+# the charts'), which run no code.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, "'wasm-unsafe-eval'"],
+        "style-src": [SELF, "'unsafe-inline'"],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "font-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [SELF],
+    }
+}

@@ -44,15 +44,25 @@ async function launch(viewport) {
   return { context, close };
 }
 
-const shadowWait = (page, src, arg) =>
-  page.waitForFunction(
-    ([s, a]) => {
-      const host = document.querySelector("tierdesk-chat");
-      if (!host || !host.shadowRoot) return false;
-      return new Function("root", "arg", s)(host.shadowRoot, a);
-    },
-    [src, arg],
-  );
+// Polled from here, not with page.waitForFunction: its predicate runs again from the
+// page's own timers, where the page's Content-Security-Policy refuses `new Function`;
+// a page.evaluate call is compiled by the debugger protocol and is not refused.
+async function shadowWait(page, src, arg) {
+  const deadline = Date.now() + TIMEOUT;
+  for (;;) {
+    const done = await page.evaluate(
+      ([s, a]) => {
+        const host = document.querySelector("tierdesk-chat");
+        if (!host || !host.shadowRoot) return false;
+        return new Function("root", "arg", s)(host.shadowRoot, a);
+      },
+      [src, arg],
+    );
+    if (done) return done;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${src}`);
+    await page.waitForTimeout(100);
+  }
+}
 const shadow = (page, src, arg) =>
   page.evaluate(
     ([s, a]) => new Function("root", "arg", s)(document.querySelector("tierdesk-chat").shadowRoot, a),

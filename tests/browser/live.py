@@ -257,6 +257,11 @@ def server_env(database_url: str, extra: dict[str, str] | None = None) -> dict[s
     # own: an earlier run's keys (say, five codes already sent to Mei this hour) must
     # not decide this run.
     env["TIERDESK_STATE_PREFIX"] = f"tierdesk-live-{database_url.rsplit('/', 1)[-1]}-{os.getpid()}"
+    # The browser tests drive the demo shop: its page signs the shopper in (/?as=...).
+    env.setdefault("TIERDESK_DEMO_SHOP", "true")
+    # The identity scenario is of a shop that lets a typed email read orders (off by
+    # default): the email finds the shopper, and changing an order still needs the code.
+    env.setdefault("TIERDESK_CHAT_IDENTITY_READS", "true")
     env.update(extra or {})
     return env
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.test import Client, override_settings
@@ -15,6 +16,13 @@ TOKEN_RE = re.compile(r'<tierdesk-chat[^>]*\btoken="([^"]+)"')
 def widget_token(html: str) -> str | None:
     match = TOKEN_RE.search(html)
     return match.group(1) if match else None
+
+
+@pytest.fixture(autouse=True)
+def demo_shop_mode(settings: Any) -> None:
+    """These tests are of the demo shop's mode (``make run`` turns it on)."""
+    settings.TIERDESK_DEMO_SHOP = True
+    settings.TIERDESK_DEMO_IMPERSONATION = True
 
 
 @pytest.mark.django_db
@@ -76,3 +84,28 @@ def test_production_never_signs_demo_tokens(client: Client, seeded_shop: None) -
         html = client.get("/").content.decode()
 
     assert widget_token(html) is None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("demo_shop", "backend"), [(False, "django"), (True, "http")], ids=["not-demo", "real-orders"]
+)
+def test_impersonation_needs_the_demo_mode_and_the_demo_orders(
+    client: Client, seeded_shop: None, demo_shop: bool, backend: str
+) -> None:
+    from config.checks import safety_problems
+
+    with override_settings(
+        TIERDESK_DEMO_SHOP=demo_shop,
+        TIERDESK_ORDER_BACKEND=backend,
+        TIERDESK_DEMO_IMPERSONATION=demo_shop and backend == "django",
+    ):
+        from django.conf import settings
+
+        html = client.get("/", {"as": "aarav_brown_3744"}).content.decode()
+        ids = [problem.id for problem in safety_problems(settings)]
+
+    assert widget_token(html) is None
+    assert "Not signed in" in html and "#W5065081" not in html
+    # The pair that would hand out a real shop's orders is refused by `manage.py check`.
+    assert ("tierdesk.E003" in ids) == demo_shop

@@ -56,7 +56,11 @@ def test_someone_elses_order_looks_like_a_missing_one(seeded_shop: None) -> None
     assert "pending" not in foreign.text.lower()
 
 
-def test_unverified_shopper_is_asked_to_verify_then_answered(seeded_shop: None) -> None:
+def test_unverified_shopper_is_asked_to_verify_then_answered(
+    seeded_shop: None, settings: Any
+) -> None:
+    # A shop that lets the typed identity read orders (off by default).
+    settings.TIERDESK_CHAT_IDENTITY_READS = True
     state: dict[str, Any] = {}
     plan, ctx = turn("where is my order #W2611340", state=state)
     assert "verify" in plan.text.lower() and state["awaiting"] == "identity"
@@ -72,7 +76,9 @@ def test_wrong_identity_is_refused(seeded_shop: None) -> None:
     assert ctx.verified is None and "couldn't find an account" in plan.text
 
 
-def test_verification_by_name_and_zip(seeded_shop: None) -> None:
+def test_verification_by_name_and_zip(seeded_shop: None, settings: Any) -> None:
+    # A shop that lets the typed identity read orders (off by default).
+    settings.TIERDESK_CHAT_IDENTITY_READS = True
     state: dict[str, Any] = {}
     turn("has my refund come through for #W4082615", state=state)
     _, ctx = turn("Mei Patel 76165", state=state)

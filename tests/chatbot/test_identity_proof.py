@@ -20,6 +20,14 @@ from chatbot.orders.models import Customer, Order
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("isolated_state")]
 
+
+@pytest.fixture(autouse=True)
+def identity_reads(settings: Any) -> None:
+    """Most cases are of a shop that lets a typed email READ orders
+    (TIERDESK_CHAT_IDENTITY_READS, off by default): even then it never changes one."""
+    settings.TIERDESK_CHAT_IDENTITY_READS = True
+
+
 MEI = "mei_patel_7272"  # owns #W9583042 (pending)
 PENDING = "#W9583042"
 
@@ -134,10 +142,15 @@ def test_token_only_shops_never_change_orders_for_a_typed_email(
     assert "signed in" in plan.text and mailoutbox == [] and status() == "pending"
 
 
-def test_shops_can_require_the_code_before_reading_orders(
-    seeded_shop: None, mailoutbox: list[Any], settings: Any
+def test_by_default_the_code_comes_before_reading_orders(
+    seeded_shop: None, mailoutbox: list[Any]
 ) -> None:
-    settings.TIERDESK_CHAT_IDENTITY_READS = False
+    from django.conf import settings
+
+    from config.settings import chatbot as shipped
+
+    assert shipped.TIERDESK_CHAT_IDENTITY_READS is False  # the shipped default
+    settings.TIERDESK_CHAT_IDENTITY_READS = shipped.TIERDESK_CHAT_IDENTITY_READS
     chatter = Chatter()
     chatter.say(f"where is my order {PENDING}?")
     asked = chatter.say(f"it's {mei_email()}")
@@ -174,3 +187,26 @@ def test_jwt_shopper_tokens(settings: Any) -> None:
         with pytest.raises(ShopperTokenError) as info:
             shopper_token_verify(token=token)
         assert info.value.reason == reason, token
+
+
+def change_address_confirmation(chatter: Chatter) -> AnswerPlan:
+    chatter.say(f"please change the shipping address of order {PENDING}")
+    if not chatter.customer_id:
+        chatter.say(f"my email is {mei_email()}")
+    confirm = chatter.say("12 Main St, Austin, TX 78701")
+    assert confirm.actions == ["confirm"], confirm.text
+    return confirm
+
+
+def test_the_address_confirmation_hides_the_address_on_file_until_proof(
+    seeded_shop: None, mailoutbox: list[Any]
+) -> None:
+    on_file = Order.objects.get(order_id=PENDING).address
+    street = str(on_file["address1"] if isinstance(on_file, dict) else on_file)
+    # Known only by a typed email: the new address is echoed, the one on file is not.
+    weak = change_address_confirmation(Chatter())
+    assert "12 Main St" in weak.text and "the address on file" in weak.text
+    assert street not in weak.text
+    # Signed in by the shop: the confirmation may name the address it replaces.
+    strong = change_address_confirmation(Chatter(identity="token", customer_id=MEI))
+    assert street in strong.text and "the address on file" not in strong.text

@@ -109,7 +109,13 @@ def test_retention_purge_is_by_age_and_idempotent(settings: Any) -> None:
     Feedback.objects.filter(conversation=middle).update(created_at=now - timedelta(days=100))
     BotCheck.objects.filter(conversation=middle).update(created_at=now - timedelta(days=100))
     counts = privacy_purge(now=now)
-    assert counts == {"conversations": 1, "client_ips": 1, "feedback": 1, "bot_checks": 1}
+    assert counts == {
+        "conversations": 1,
+        "client_ips": 1,
+        "feedback": 1,
+        "bot_checks": 1,
+        "tickets": 0,
+    }
     nothing_left_of(JAMES)
     middle.refresh_from_db()
     assert middle.client_ip is None and middle.user_agent == ""
@@ -122,7 +128,36 @@ def test_retention_purge_is_by_age_and_idempotent(settings: Any) -> None:
         "client_ips": 0,
         "feedback": 0,
         "bot_checks": 0,
+        "tickets": 0,
     }
+
+
+def test_tickets_fall_under_retention(settings: Any) -> None:
+    from desk.models import AuditEvent, Ticket
+
+    settings.TIERDESK_RETENTION_TICKETS_DAYS = 365
+    now = timezone.now()
+    old = Ticket.objects.create(email="a@example.com", question="old, never answered")
+    answered_late = Ticket.objects.create(
+        email="b@example.com", question="old, answered lately", status="answered", answer="ok"
+    )
+    fresh = Ticket.objects.create(email="c@example.com", question="this week")
+    Ticket.objects.filter(pk__in=[old.pk, answered_late.pk]).update(
+        created_at=now - timedelta(days=500)
+    )
+    Ticket.objects.filter(pk=answered_late.pk).update(answered_at=now - timedelta(days=10))
+    audit = AuditEvent.objects.create(ticket=old, action=AuditEvent.Action.TICKET_REPLY)
+
+    assert privacy_purge(now=now)["tickets"] == 1
+    assert set(Ticket.objects.values_list("pk", flat=True)) == {answered_late.pk, fresh.pk}
+    audit.refresh_from_db()
+    assert audit.ticket_id is None  # the audit trail stays, without the shopper's data
+    assert privacy_purge(now=now)["tickets"] == 0  # idempotent
+    # A year later the late answer is past retention too; 0 keeps tickets for ever.
+    settings.TIERDESK_RETENTION_TICKETS_DAYS = 0
+    assert privacy_purge(now=now + timedelta(days=400))["tickets"] == 0
+    settings.TIERDESK_RETENTION_TICKETS_DAYS = 365
+    assert privacy_purge(now=now + timedelta(days=400))["tickets"] == 2
 
 
 @pytest.fixture

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import time
 
+from chatbot.orders.identity import proof_is_strong
 from chatbot.orders.types import Address, OrderFacts
 from routing import types as rt
 
 from ..address_parse import parse_address
-from ..base import AnswerPlan, TurnContext, say
+from ..base import AnswerPlan, TurnContext, say, template_text
 from ..order_format import order_facts
 from .refusal import refuse
 
@@ -33,9 +34,14 @@ def address_confirm(ctx: TurnContext, order_id: str, address: Address) -> Answer
         return say(
             ctx, "dialogue", "order_not_found", {"order_id": order_id}, label=rt.CHANGE_ADDRESS
         )
+    # The address on file is personal data: a shopper known only by a typed email (the
+    # shop's TIERDESK_CHAT_IDENTITY_READS) must not learn it from the confirmation.
+    proven = proof_is_strong(state=ctx.state, identity=ctx.identity, customer_id=ctx.customer_id)
     facts = order_facts(order, ctx.language) | {
         "address": address.one_line(),
-        "old_address": order.address.one_line(),
+        "old_address": order.address.one_line()
+        if proven
+        else template_text(ctx, rt.CHANGE_ADDRESS, "address_on_file"),
     }
     ctx.state["pending_action"] = {
         "type": "change_address",
