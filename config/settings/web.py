@@ -23,6 +23,7 @@ INSTALLED_APPS = [
     "releases",
     "routing",
     "knowledge",
+    "shop",
     "inference",
     "frontend",
 ]
