@@ -26,7 +26,7 @@ from routing.handoff_detect import handoff_decide
 from routing.handoff_scorer import HandoffScorer, handoff_scorer_get
 from routing.models import Intent, OutOfScopePoint, Rule, SlotPattern
 from routing.normalise import text_normalise, text_tokens
-from routing.order_ids import order_id_normalize
+from routing.order_ids import order_id_find, order_id_normalize
 from routing.roleplay import roleplay_match
 from routing.types import CLARIFY, HANDOFF, OUT_OF_SCOPE, ROLE_PLAY, RouteDecision
 from routing.versioning import ROUTER_VERSION
@@ -255,7 +255,8 @@ def route_decide(
     embedding: np.ndarray | None = None,
     curve_threshold: bool = False,
 ) -> RouteDecision:
-    """The decision for one message against a given snapshot (no database access).
+    """The decision for one message against a given snapshot (no database access but
+    the cached shop profile's order-id forms).
 
     ``clarify_threshold`` (a release's router threshold) overrides the point the
     support admin chose on the out-of-scope curve, which overrides the setting;
@@ -314,6 +315,9 @@ class _Turn:
         # share).
         self.computed: dict[str, np.ndarray] = {}
         self.slots: dict[str, str] = {}
+        # The shop's own order-id forms (shop profile) before any admin slot pattern.
+        if order_id := order_id_find(text):
+            self.slots["order_id"] = order_id
         self.scoped: list[CompiledSlotPattern] = []
         for pattern in snapshot.slot_patterns:
             if pattern.intent is not None:
