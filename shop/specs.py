@@ -72,6 +72,13 @@ def order_id_specs_parse(lines: str | list[str]) -> tuple[OrderIdSpec, ...]:
     return specs
 
 
+# A postcode of digits stands alone: not after a currency sign, a "#" or another digit
+# group of a number, date or phone number ("$12345", "#12345", "1,23456", "555-12345"),
+# and not before one ("12345.00", "12345%", "12345-678").
+_NUM_BEFORE = r"(?<![\w$€£¥#/-])(?<!\d[.,])"
+_NUM_AFTER = r"(?![\w%/]|[.,]\d|-\d)"
+
+
 @dataclass(frozen=True)
 class PostcodeFormat:
     name: str
@@ -85,7 +92,7 @@ POSTCODE_FORMATS: dict[str, PostcodeFormat] = {
     "us_zip": PostcodeFormat(
         "us_zip",
         "US ZIP code (12345 or 12345-6789)",
-        r"(?<![\w.,$#/-])(?P<code>\d{5})(?:-\d{4})?(?![\w.,%/-])",
+        rf"{_NUM_BEFORE}(?P<code>\d{{5}})(?:-\d{{4}})?{_NUM_AFTER}",
         "10083",
     ),
     "uk_postcode": PostcodeFormat(
@@ -103,19 +110,19 @@ POSTCODE_FORMATS: dict[str, PostcodeFormat] = {
     "digits_4": PostcodeFormat(
         "digits_4",
         "four digits (AU, NZ, CH, ...)",
-        r"(?<![\w.,$#/-])(?P<code>\d{4})(?![\w.,%/-])",
+        rf"{_NUM_BEFORE}(?P<code>\d{{4}}){_NUM_AFTER}",
         "2000",
     ),
     "digits_6": PostcodeFormat(
         "digits_6",
         "six digits (CN, IN, SG, ...)",
-        r"(?<![\w.,$#/-])(?P<code>\d{6})(?![\w.,%/-])",
+        rf"{_NUM_BEFORE}(?P<code>\d{{6}}){_NUM_AFTER}",
         "100080",
     ),
     "generic": PostcodeFormat(
         "generic",
         "generic: 3 to 10 letters, digits or -, at least one digit, no space",
-        r"(?<![\w.,$#/-])(?P<code>(?=[A-Za-z-]*\d)[A-Za-z\d-]{3,10})(?![\w.,%/-])",
+        rf"{_NUM_BEFORE}(?P<code>(?=[A-Za-z-]*\d)[A-Za-z\d-]{{3,10}}){_NUM_AFTER}",
         "1010",
     ),
 }

@@ -97,7 +97,7 @@ def exchange_confirm(ctx: TurnContext, order: OrderFacts, flow: dict[str, Any]) 
         was = options_text(_changed_options(new, item))
         swaps.append(f"{item.name} ({was} → {changed}, ${fmt_money(new.price)})")
         difference += new.price - item.price
-    facts = returns_facts(ctx, order) | {
+    facts = returns_facts(ctx, order, [by_id[i] for i in flow["chosen"]]) | {
         "swaps": "; ".join(swaps),
         "difference": fmt_money(abs(difference)),
     }
