@@ -2,7 +2,7 @@
 
 A form with letters in its prefix (``#W{7}``, ``SO-{4-8}``) is found wherever the
 letters stand next to the right number of digits, the ``#`` optional and spaces
-tolerated: "#W2611340", "w2611340", "# W 2611340". A form of digits only is
+tolerated: for ``SO-{5}``, "SO-12345", "so-12345", "# SO 12345". A form of digits only is
 ambiguous in free text (an amount, a phone number, a date, a postcode, a quantity),
 so it counts only where the shopper marks it as an order id: written with the form's
 ``#`` ("#1001"), or after an order word ("order 12345", "order no. 12345",

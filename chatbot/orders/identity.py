@@ -173,7 +173,7 @@ class CustomerMatch:
 
 def postcodes_in_text(text: str) -> list[str]:
     """The postcodes in the text in the shop's formats (shop profile), canonical, each
-    once; never the digits of an order id ("#1001", "W2611340") or of a longer number.
+    once; never the digits of an order id ("#1001", "SO-12345") or of a longer number.
     US ZIP+4 ("10083-1234") counts as its first five digits."""
     for order_id in order_ids().find_all(text):
         digits = re.sub(r"\D", "", order_id)
