@@ -13,6 +13,7 @@ from django.utils import timezone
 from chatbot.orders.policy import return_conditions, return_window_days
 from chatbot.orders.types import OrderFacts, OrderItem
 from routing.order_ids import order_id_find
+from shop.profile import shop_profile
 
 from .base import TurnContext
 
@@ -75,12 +76,12 @@ def shipping_text(ctx: TurnContext) -> str:
     parts = []
     for opt in ctx.orders().shipping_options():
         if ctx.language == "zh":
-            text = f"{opt.name} ${fmt_money(opt.price)}（{opt.days_min}-{opt.days_max}个工作日"
-            text += f"，满${fmt_money(opt.free_over)}免运费）" if opt.free_over else "）"
+            text = f"{opt.name} {money(opt.price)}（{opt.days_min}-{opt.days_max}个工作日"
+            text += f"，满{money(opt.free_over)}免运费）" if opt.free_over else "）"
         else:
             days = f"{opt.days_min}-{opt.days_max} business days"
-            text = f"{opt.name} ${fmt_money(opt.price)} ({days}"
-            text += f", free over ${fmt_money(opt.free_over)})" if opt.free_over else ")"
+            text = f"{opt.name} {money(opt.price)} ({days}"
+            text += f", free over {money(opt.free_over)})" if opt.free_over else ")"
         parts.append(text)
     return "; ".join(parts)
 
@@ -91,13 +92,10 @@ def delivery_times_text(ctx: TurnContext) -> str:
     parts = []
     for opt in ctx.orders().shipping_options():
         if ctx.language == "zh":
-            parts.append(
-                f"{opt.name}（${fmt_money(opt.price)}）{opt.days_min}-{opt.days_max}个工作日"
-            )
+            parts.append(f"{opt.name}（{money(opt.price)}）{opt.days_min}-{opt.days_max}个工作日")
         else:
             parts.append(
-                f"{opt.name} (${fmt_money(opt.price)}) takes "
-                f"{opt.days_min}-{opt.days_max} business days"
+                f"{opt.name} ({money(opt.price)}) takes {opt.days_min}-{opt.days_max} business days"
             )
     return ("；" if ctx.language == "zh" else "; ").join(parts)
 
@@ -112,6 +110,11 @@ def fmt_date(value: date | None, language: str) -> str:
 
 def fmt_money(value: Decimal) -> str:
     return f"{value:.2f}"
+
+
+def money(value: Decimal) -> str:
+    """An amount with the shop's currency symbol (shop profile): "$47.84"."""
+    return shop_profile().currency_symbol + fmt_money(value)
 
 
 def order_facts(order: OrderFacts, language: str) -> dict[str, str]:
@@ -186,7 +189,7 @@ def options_text(options: dict[str, str]) -> str:
 
 def item_line(item: OrderItem) -> str:
     options = options_text(item.options)
-    return f"{item.name} ({options}, ${fmt_money(item.price)})" if options else item.name
+    return f"{item.name} ({options}, {money(item.price)})" if options else item.name
 
 
 def numbered_list(lines: list[str], language: str) -> str:

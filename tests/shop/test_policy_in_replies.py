@@ -111,3 +111,10 @@ def test_postcodes_in_the_shops_format(seeded_shop: None) -> None:
     assert postcodes_in_text("James Li, sw1a  1aa") == ["SW1A 1AA"]
     match = customer_match_from_text(text="James Li, sw1a 1aa", service=service)
     assert match is not None and match.customer.customer_id == JAMES
+
+
+def test_replies_quote_the_shops_currency(seeded_shop: None) -> None:
+    assert "$" in _confirm(BOOTS_AND_BOTTLE, "Water Bottle").text
+    _profile(currency_code="GBP", currency_symbol="£", country="GB")
+    plan = _confirm(BOOTS_AND_BOTTLE, "Water Bottle")
+    assert "refund £" in plan.text and "$" not in plan.text
