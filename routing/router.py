@@ -30,6 +30,7 @@ from routing.order_ids import order_id_find, order_id_normalize
 from routing.roleplay import roleplay_match
 from routing.types import CLARIFY, HANDOFF, OUT_OF_SCOPE, ROLE_PLAY, RouteDecision
 from routing.versioning import ROUTER_VERSION
+from shop.specs import postcode_canonical
 
 __all__ = [
     "RouterSnapshot",
@@ -52,7 +53,8 @@ def _normalise_email(value: str) -> str:
 
 
 def _normalise_zip(value: str) -> str:
-    return re.sub(r"\D", "", value)
+    # "sw1a  1aa" -> "SW1A 1AA": the form verification compares (shop.specs).
+    return postcode_canonical(value)
 
 
 def _normalise_order_id(value: str) -> str:
