@@ -25,6 +25,7 @@ from chatbot.orders.identity import (
     code_in_text,
     code_send,
     customer_match_from_text,
+    postcodes_in_text,
     proof_is_strong,
 )
 from chatbot.orders.types import Customer, OrderService, OrderServiceError
@@ -383,7 +384,7 @@ class Dialogue:
                 plan.text = f"{greeting} {plan.text}" if plan.generation is None else plan.text
                 return plan
             return AnswerPlan(tier=rt.L1, intent="verify", text=greeting, language=self.lang)
-        if re.search(r"@|\b\d{5}\b", ctx.text):
+        if "@" in ctx.text or postcodes_in_text(ctx.text):
             return say(ctx, "dialogue", "identity_failed", tier=rt.L1, label="verify")
         state.pop("awaiting", None)  # the shopper moved on; route normally
         return None

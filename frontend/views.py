@@ -23,7 +23,7 @@ from django.shortcuts import render
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SHOPPER = "james_li_5688"  # order #W2611340 is in the demo data
+DEFAULT_SHOPPER = "james_li_5688"  # has one of the demo's late orders
 CUSTOMER_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 PRODUCTS_SHOWN = 6
 
@@ -96,6 +96,15 @@ def _token(customer_id: str, *, vip: bool) -> str | None:
     return shopper_token_issue(customer_id=customer_id, vip=vip)
 
 
+def _hint_order(order_ids: list[str]) -> str:
+    """The order the page suggests asking about: a late one, the demo's best story."""
+    try:
+        from chatbot.orders.seed import LATE_ORDERS
+    except ImportError:
+        LATE_ORDERS = frozenset()
+    return next((o for o in order_ids if o in LATE_ORDERS), (order_ids or [""])[0])
+
+
 def demo_shop(request: HttpRequest) -> HttpResponse:
     requested = request.GET.get("as", DEFAULT_SHOPPER).strip()
     customer_id = requested if CUSTOMER_ID_RE.match(requested) else DEFAULT_SHOPPER
@@ -118,7 +127,7 @@ def demo_shop(request: HttpRequest) -> HttpResponse:
         "customer_id": customer_id,
         "display_name": display_name,
         "order_ids": order_ids,
-        "hint_order": "#W2611340" if "#W2611340" in order_ids else (order_ids or [""])[0],
+        "hint_order": _hint_order(order_ids),
         "token": token,
         "lang": lang,
         # Optional per-page override of the server's pacing (ms); digits only.

@@ -139,8 +139,8 @@ def compress_warm_up(languages: tuple[str, ...] = ("en", "zh")) -> None:
 
 
 _WARM_UP = {
-    "en": "Please tell the customer that order #W1234567 shipped with UPS on Mar 3, 2026.",
-    "zh": "请告诉用户订单#W1234567已于2026年3月3日由顺丰发出。",
+    "en": "Please tell the customer that order #1234567 shipped with UPS on Mar 3, 2026.",
+    "zh": "请告诉用户订单#1234567已于2026年3月3日由顺丰发出。",
 }
 
 # --- English -----------------------------------------------------------------------------

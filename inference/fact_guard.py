@@ -8,8 +8,8 @@ A 270M model can garble numbers and drop facts. The guard works in both directio
 If either fails, the plain template text is sent instead.
 
 ``StreamGuard`` checks incrementally so text can stream: it releases text up to the
-last completed token and holds back a token that may still be growing ("#W26" could
-become "#W2611340").
+last completed token and holds back a token that may still be growing ("#10" could
+become "#1001").
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def _contains(text: str, value: str) -> bool:
         return True
     if value.lower() in text.lower():
         return True
-    # Tolerate "#W2611340" written as "W2611340", or "$47.84" as "47.84".
+    # Tolerate "#1001" written as "1001", or "$47.84" as "47.84".
     norm = _norm(value)
     return bool(norm) and norm in fact_tokens(text)
 

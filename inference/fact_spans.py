@@ -35,7 +35,7 @@ _PROTECT_RE = re.compile(
             r"(?:\d{4}年)?\d{1,2}月\d{1,2}[日号]|\d{4}年",
             # amounts and ranges: "$5.99", "4-6", "¥12", "50%"
             r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d+(?:\.\d+)?\s?[-–~]\s?\d+(?:\.\d+)?|\d+(?:\.\d+)?%",
-            # ids and anything else with a digit: "#W2611340", "SF123456789", "1Z999", "3"
+            # ids and anything else with a digit: "#1001", "SF123456789", "1Z999", "3"
             r"#?[A-Za-z]*\d[A-Za-z0-9]*(?:[.,:/-]\d[A-Za-z0-9]*)*",
             "|".join(re.escape(c) for c in CARRIERS),
         ]

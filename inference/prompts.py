@@ -27,7 +27,7 @@ L1_HEADER = {
 # the model can't copy them, same shapes so it learns the format.
 EXAMPLE_FACTS = {
     "en": {
-        "order_id": "#W1234567",
+        "order_id": "#1234567",
         "item_count": "3",
         "items": "Desk Lamp, Notebook, Backpack",
         "total": "120.50",
@@ -41,7 +41,7 @@ EXAMPLE_FACTS = {
         "options": "Standard $4.99 (4-6 business days); Express $12.99 (1-2 business days)",
     },
     "zh": {
-        "order_id": "#W1234567",
+        "order_id": "#1234567",
         "item_count": "3",
         "items": "台灯, 笔记本, 背包",
         "total": "120.50",

@@ -4,7 +4,8 @@
   roll back), the console and the metrics; read-only on conversations and ratings.
   Not the knowledge base or the router's content: grant those per user if needed.
 - "support admins": the knowledge base, intents, utterances, templates, slot patterns
-  and rules, and reading conversations and ratings. Not releases or weights.
+  and rules, the shop profile (order-id forms, return policy), and reading
+  conversations and ratings. Not releases or weights.
 
 The group permissions are re-applied at each migrate: extra rights belong on users
 (or other groups), not in edits to these two.
@@ -43,6 +44,9 @@ GROUP_PERMISSIONS: dict[str, list[str]] = {
             for action in ("add", "change", "delete", "view")
         ),
         "routing.view_classifiermodel",
+        "shop.add_shopprofile",
+        "shop.change_shopprofile",
+        "shop.view_shopprofile",
         "chatbot.view_conversation",
         "chatbot.view_message",
         "chatbot.view_feedback",

@@ -1,35 +1,36 @@
 """Order ids: the one parser, shared by the router's slots, the dialogue, every order
-backend and the reference API."""
+backend and the reference API. The forms are the shop's (shop profile,
+``order_id_formats``); shop/order_ids.py builds the recogniser from them."""
 
 from __future__ import annotations
 
-import re
+from shop.order_ids import OrderIdRecogniser, order_id_recogniser
+from shop.profile import shop_profile
 
-# Shoppers type "#W2611340", "W2611340", "w2611340" or "# W 2611340"; the shop
-# stores "#W2611340". The digit count is loose on purpose: a shop's own ids may be
-# longer than the demo's seven digits.
-_ORDER_ID_RE = re.compile(r"^#?\s*[Ww]\s*(\d{4,12})$")
+
+def order_ids() -> OrderIdRecogniser:
+    """The recogniser for the shop's configured forms (rebuilt only when they change)."""
+    return order_id_recogniser(shop_profile().order_id_specs)
 
 
 def order_id_normalize(raw: str) -> str | None:
-    """The canonical "#W<digits>" form, or None if ``raw`` cannot be an order id.
+    """The canonical form (the form's prefix and the digits), or None if ``raw``
+    cannot be an order id of this shop.
 
     None is handled like an unknown order by callers, so a garbled id never reaches
     a database query or a URL.
     """
-    match = _ORDER_ID_RE.match(raw.strip())
-    return f"#W{match.group(1)}" if match else None
-
-
-# The same id inside a sentence ("where is #W2611340?", "订单W2611340"): no letter or
-# digit glued to either side, so "AW123456" or a phone number never matches.
-_ORDER_ID_IN_TEXT_RE = re.compile(r"(?<![A-Za-z0-9])#?\s*[Ww]\s*(\d{4,12})(?!\d)")
+    return order_ids().normalize(raw)
 
 
 def order_id_find(text: str) -> str | None:
     """The first order id in free text, canonical, or None."""
-    match = _ORDER_ID_IN_TEXT_RE.search(text)
-    return f"#W{match.group(1)}" if match else None
+    return order_ids().find(text)
+
+
+def order_id_example() -> str:
+    """An id in the shop's first form, for "it looks like ..." hints."""
+    return order_ids().example()
 
 
 def order_id_for_url(order_id: str) -> str:

@@ -26,10 +26,11 @@ from routing.handoff_detect import handoff_decide
 from routing.handoff_scorer import HandoffScorer, handoff_scorer_get
 from routing.models import Intent, OutOfScopePoint, Rule, SlotPattern
 from routing.normalise import text_normalise, text_tokens
-from routing.order_ids import order_id_normalize
+from routing.order_ids import order_id_find, order_id_normalize
 from routing.roleplay import roleplay_match
 from routing.types import CLARIFY, HANDOFF, OUT_OF_SCOPE, ROLE_PLAY, RouteDecision
 from routing.versioning import ROUTER_VERSION
+from shop.specs import postcode_canonical
 
 __all__ = [
     "RouterSnapshot",
@@ -52,7 +53,8 @@ def _normalise_email(value: str) -> str:
 
 
 def _normalise_zip(value: str) -> str:
-    return re.sub(r"\D", "", value)
+    # "sw1a  1aa" -> "SW1A 1AA": the form verification compares (shop.specs).
+    return postcode_canonical(value)
 
 
 def _normalise_order_id(value: str) -> str:
@@ -255,7 +257,8 @@ def route_decide(
     embedding: np.ndarray | None = None,
     curve_threshold: bool = False,
 ) -> RouteDecision:
-    """The decision for one message against a given snapshot (no database access).
+    """The decision for one message against a given snapshot (no database access but
+    the cached shop profile's order-id forms).
 
     ``clarify_threshold`` (a release's router threshold) overrides the point the
     support admin chose on the out-of-scope curve, which overrides the setting;
@@ -314,6 +317,9 @@ class _Turn:
         # share).
         self.computed: dict[str, np.ndarray] = {}
         self.slots: dict[str, str] = {}
+        # The shop's own order-id forms (shop profile) before any admin slot pattern.
+        if order_id := order_id_find(text):
+            self.slots["order_id"] = order_id
         self.scoped: list[CompiledSlotPattern] = []
         for pattern in snapshot.slot_patterns:
             if pattern.intent is not None:

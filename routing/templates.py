@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from inference.versioned import VersionedCache
+from routing.order_ids import order_id_example
 from routing.versioning import ROUTER_VERSION
+from shop.profile import shop_profile
 
 SEED_FILE = Path(__file__).resolve().parent / "seed_data" / "templates.json"
 
@@ -75,10 +77,27 @@ def placeholders(template: str) -> list[str]:
     return [name for _, name, _, _ in string.Formatter().parse(template) if name]
 
 
+SHOP_FACTS = ("order_id_example", "currency")
+
+
+def shop_facts(template: str) -> dict[str, str]:
+    """What the template quotes from the shop profile: an order id in the shop's form
+    (``{order_id_example}``) and its currency symbol (``{currency}``); the profile is
+    read only when the template names one of them."""
+    named = set(placeholders(template)) & set(SHOP_FACTS)
+    if not named:
+        return {}
+    values = {
+        "order_id_example": order_id_example,
+        "currency": lambda: shop_profile().currency_symbol,
+    }
+    return {name: values[name]() for name in named}
+
+
 def template_render(template: str, facts: dict[str, str]) -> str:
     # A template edited by an admin may name a fact we don't have: leave it visible
     # rather than crash the turn.
-    return template.format_map(_Missing(facts))
+    return template.format_map(_Missing(shop_facts(template) | facts))
 
 
 class _Missing(dict[str, str]):

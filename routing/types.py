@@ -61,7 +61,7 @@ class RouteDecision:
     tier: str
     intent: str
     confidence: float
-    # Extracted slots, e.g. {"order_id": "#W2611340", "email": "..."}.
+    # Extracted slots, e.g. {"order_id": "#1001", "email": "..."}.
     slots: dict[str, str] = field(default_factory=dict)
     # Why: {"kind": "rule", "rule": name, ...} or
     # {"kind": "classifier", "top": [[intent, score], ...]} or {"kind": "clarify", ...}.

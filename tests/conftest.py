@@ -25,14 +25,17 @@ from tests.servers import (  # noqa: F401
 
 @pytest.fixture(autouse=True)
 def _fresh_caches() -> Iterator[None]:
-    """Per-process caches (router snapshot, reply templates) must not serve a
+    """Per-process caches (router snapshot, reply templates, shop profile) must not serve a
     previous test's rolled-back rows."""
     from routing.templates import reset_template_cache
     from routing.versioning import router_caches_expire
+    from shop.profile import profile_cache_clear
 
     router_caches_expire()
     reset_template_cache()
+    profile_cache_clear()
     yield
+    profile_cache_clear()
 
 
 @pytest.fixture(scope="session")

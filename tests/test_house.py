@@ -9,7 +9,7 @@
 - the docs name only make targets the Makefile has, and modules that exist;
 - no private name is imported from one app module into another.
 
-"App module": a ``.py`` file of one of the eight apps, outside ``migrations/``, except an
+"App module": a ``.py`` file of one of the nine apps, outside ``migrations/``, except an
 ``__init__.py`` with no code (empty, or a docstring only).
 """
 
@@ -20,7 +20,17 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("chatbot", "config", "desk", "frontend", "inference", "knowledge", "releases", "routing")
+APPS = (
+    "chatbot",
+    "config",
+    "desk",
+    "frontend",
+    "inference",
+    "knowledge",
+    "releases",
+    "routing",
+    "shop",
+)
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 SCRIPT_DIRS = (ROOT / "frontend" / "static", ROOT / "desk" / "static")
 

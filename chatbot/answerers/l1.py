@@ -24,7 +24,7 @@ from django.conf import settings
 from inference.base import GenerationRequest
 from inference.prompts import EXAMPLE_FACTS, l1_prompt
 from routing import types as rt
-from routing.templates import placeholders, template_render
+from routing.templates import placeholders, shop_facts, template_render
 
 from .base import AnswerPlan, GuardedAnswerer, TurnContext, say, template_text
 from .clarify import clarify
@@ -176,14 +176,21 @@ def phrase(ctx: TurnContext, intent: str, key: str, facts: dict[str, str]) -> L1
     """A templated answer that the fast model phrases, guarded by the facts."""
     lang = ctx.language
     template = template_text(ctx, intent, key)
+    # The shop's currency and id example are part of the wording, not facts to restate.
+    shop = shop_facts(template)
+    facts = shop | facts
     text = template_render(template, facts)
-    keys = [k for k in placeholders(template) if facts.get(k)]
+    keys = [k for k in placeholders(template) if facts.get(k) and k not in shop]
     base_example = EXAMPLE_FACTS.get(lang, EXAMPLE_FACTS["en"])
-    example_facts = base_example | {
-        "status_text": facts.get("status_text", ""),
-        "late": facts.get("late", ""),
-        "track_url": tracking_url(base_example["carrier"], base_example["tracking"]),
-    }
+    example_facts = (
+        shop
+        | base_example
+        | {
+            "status_text": facts.get("status_text", ""),
+            "late": facts.get("late", ""),
+            "track_url": tracking_url(base_example["carrier"], base_example["tracking"]),
+        }
+    )
     prompt = l1_prompt(
         template=template,
         keys=keys,

@@ -31,6 +31,7 @@ from typing import Any
 from django.conf import settings
 
 from chatbot.orders.types import OrderFacts, OrderService, OrderServiceError
+from routing.order_ids import order_id_find
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ logger = logging.getLogger(__name__)
 _ORDER_WORDS = re.compile(
     r"\b(orders?|refund\w*|returns?|returned|deliver\w*|shipp\w*|shipment|package|parcel|"
     r"track\w*|purchase\w*|bought|paid|payment|charged?|cancel\w*|arriv\w*|my)\b"
-    r"|#?W\d{7}|订单|退款|退货|物流|快递|发货|配送|付款|我的",
+    r"|订单|退款|退货|物流|快递|发货|配送|付款|我的",
     re.IGNORECASE,
 )
 # Questions after the cheap end of the catalogue: rows cheapest first, else dearest first.
@@ -197,7 +198,7 @@ def order_facts(order: OrderFacts) -> list[str]:
     """The same order as short sentences, one fact each, for the entailment check.
 
     Why not the prompt's line: the check aligns a claim with one clause and wants the
-    names in that clause (items, carrier, month) restated, so "Your order #W2611340
+    names in that clause (items, carrier, month) restated, so "Your order #1001
     was delivered" would fail against the whole line. Each fact names the order and
     says one thing. Written to the shopper ("Your order"), as the reply is: the check
     reads a capitalised first word the records never use as a name. No "no ..." in
@@ -222,7 +223,7 @@ def order_facts(order: OrderFacts) -> list[str]:
 
 
 def orders_needed(question: str) -> bool:
-    return bool(_ORDER_WORDS.search(question))
+    return bool(_ORDER_WORDS.search(question) or order_id_find(question))
 
 
 def order_lines(

@@ -5,14 +5,15 @@ types it and as a reply shows it."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 
 from django.utils import timezone
 
-from chatbot.orders.policy import RETURN_WINDOW_DAYS, return_deadline
+from chatbot.orders.policy import return_conditions, return_window_days
 from chatbot.orders.types import OrderFacts, OrderItem
 from routing.order_ids import order_id_find
+from shop.profile import shop_profile
 
 from .base import TurnContext
 
@@ -75,12 +76,12 @@ def shipping_text(ctx: TurnContext) -> str:
     parts = []
     for opt in ctx.orders().shipping_options():
         if ctx.language == "zh":
-            text = f"{opt.name} ${fmt_money(opt.price)}（{opt.days_min}-{opt.days_max}个工作日"
-            text += f"，满${fmt_money(opt.free_over)}免运费）" if opt.free_over else "）"
+            text = f"{opt.name} {money(opt.price)}（{opt.days_min}-{opt.days_max}个工作日"
+            text += f"，满{money(opt.free_over)}免运费）" if opt.free_over else "）"
         else:
             days = f"{opt.days_min}-{opt.days_max} business days"
-            text = f"{opt.name} ${fmt_money(opt.price)} ({days}"
-            text += f", free over ${fmt_money(opt.free_over)})" if opt.free_over else ")"
+            text = f"{opt.name} {money(opt.price)} ({days}"
+            text += f", free over {money(opt.free_over)})" if opt.free_over else ")"
         parts.append(text)
     return "; ".join(parts)
 
@@ -91,13 +92,10 @@ def delivery_times_text(ctx: TurnContext) -> str:
     parts = []
     for opt in ctx.orders().shipping_options():
         if ctx.language == "zh":
-            parts.append(
-                f"{opt.name}（${fmt_money(opt.price)}）{opt.days_min}-{opt.days_max}个工作日"
-            )
+            parts.append(f"{opt.name}（{money(opt.price)}）{opt.days_min}-{opt.days_max}个工作日")
         else:
             parts.append(
-                f"{opt.name} (${fmt_money(opt.price)}) takes "
-                f"{opt.days_min}-{opt.days_max} business days"
+                f"{opt.name} ({money(opt.price)}) takes {opt.days_min}-{opt.days_max} business days"
             )
     return ("；" if ctx.language == "zh" else "; ").join(parts)
 
@@ -112,6 +110,11 @@ def fmt_date(value: date | None, language: str) -> str:
 
 def fmt_money(value: Decimal) -> str:
     return f"{value:.2f}"
+
+
+def money(value: Decimal) -> str:
+    """An amount with the shop's currency symbol (shop profile): "$47.84"."""
+    return shop_profile().currency_symbol + fmt_money(value)
 
 
 def order_facts(order: OrderFacts, language: str) -> dict[str, str]:
@@ -137,13 +140,47 @@ def order_facts(order: OrderFacts, language: str) -> dict[str, str]:
     }
 
 
-def returns_facts(ctx: TurnContext, order: OrderFacts) -> dict[str, str]:
-    deadline = return_deadline(order.placed_on)
+def returns_facts(
+    ctx: TurnContext, order: OrderFacts, items: list[OrderItem] | None = None
+) -> dict[str, str]:
+    """The order's facts with the return policy for ``items`` (all the order's items
+    when not chosen yet), from the shop profile: ``window_days``, ``deadline``,
+    ``window_clause`` ("it must be requested by ... (N days from purchase)"),
+    ``window_span`` ("within N days of purchase") and ``conditions``."""
+    lang = reply_language(ctx)
+    names = [item.name for item in (order.items if items is None else items)]
+    days = return_window_days(names)
+    deadline = fmt_date(order.placed_on + timedelta(days=days), lang) if days is not None else ""
+    if days is None:
+        clause, span = WINDOW_TEXT[lang]["any_clause"], WINDOW_TEXT[lang]["any_span"]
+    else:
+        clause = WINDOW_TEXT[lang]["clause"].format(deadline=deadline, days=days)
+        span = WINDOW_TEXT[lang]["span"].format(days=days)
     return order_facts(order, ctx.language) | {
-        "window_days": str(RETURN_WINDOW_DAYS),
-        "deadline": fmt_date(deadline, reply_language(ctx)),
-        "placed_on": fmt_date(order.placed_on, reply_language(ctx)),
+        "window_days": "" if days is None else str(days),
+        "deadline": deadline,
+        "window_clause": clause,
+        "window_span": span,
+        "conditions": return_conditions(names, lang),
+        "placed_on": fmt_date(order.placed_on, lang),
     }
+
+
+# How a return window reads inside the return and exchange templates.
+WINDOW_TEXT = {
+    "en": {
+        "clause": "it must be requested by {deadline} ({days} days from purchase)",
+        "span": "within {days} days of purchase",
+        "any_clause": "there is no time limit",
+        "any_span": "at any time",
+    },
+    "zh": {
+        "clause": "须在{deadline}前（购买后{days}天内）申请",
+        "span": "在购买后{days}天内",
+        "any_clause": "没有时间限制",
+        "any_span": "随时",
+    },
+}
 
 
 def options_text(options: dict[str, str]) -> str:
@@ -152,7 +189,7 @@ def options_text(options: dict[str, str]) -> str:
 
 def item_line(item: OrderItem) -> str:
     options = options_text(item.options)
-    return f"{item.name} ({options}, ${fmt_money(item.price)})" if options else item.name
+    return f"{item.name} ({options}, {money(item.price)})" if options else item.name
 
 
 def numbered_list(lines: list[str], language: str) -> str:

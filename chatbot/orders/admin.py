@@ -58,7 +58,7 @@ class OrderAdmin(_NoAddDelete, admin.ModelAdmin):
     list_display = ("order_id", "customer", "status", "placed_on", "estimated_delivery", "carrier")
     list_filter = ("status", "carrier")
     list_select_related = ("customer",)
-    # icontains on order_id: "W2611340" finds "#W2611340".
+    # icontains on order_id: the id typed without its "#" still finds it.
     search_fields = ("order_id", "customer__email", "customer__customer_id")
     date_hierarchy = "placed_on"
     readonly_fields = (

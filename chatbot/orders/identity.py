@@ -34,6 +34,10 @@ from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_noop
 
+from routing.order_ids import order_ids
+from shop.profile import shop_profile
+from shop.specs import postcode_canonical
+
 from ..mail import Email, email_send
 from ..refusals import Refusal
 from .types import Customer, OrderService
@@ -156,9 +160,7 @@ def _claims(payload: dict[str, Any]) -> ShopperClaims:
 # --- verification in the chat ---------------------------------------------------------------------
 
 _EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
-# Five digits not inside a longer number, so order ids (#W2611340) and phone numbers
-# are not read as zips; ZIP+4 ("10083-1234") counts as its first five digits.
-_ZIP_RE = re.compile(r"(?<!\d)(\d{5})(?:-\d{4})?(?!\d)")
+
 # Bounds the lookups one message can cause.
 _MAX_CANDIDATES = 5
 
@@ -167,6 +169,22 @@ _MAX_CANDIDATES = 5
 class CustomerMatch:
     customer: Customer
     method: Literal["email", "name_zip"]
+
+
+def postcodes_in_text(text: str) -> list[str]:
+    """The postcodes in the text in the shop's formats (shop profile), canonical, each
+    once; never the digits of an order id ("#1001", "SO-12345") or of a longer number.
+    US ZIP+4 ("10083-1234") counts as its first five digits."""
+    for order_id in order_ids().find_all(text):
+        digits = re.sub(r"\D", "", order_id)
+        text = re.sub(rf"(?<!\d){digits}(?!\d)", " ", text)
+    found: list[str] = []
+    for postcode_format in shop_profile().postcode_formats:
+        for match in re.finditer(postcode_format.pattern, text):
+            code = postcode_canonical(match["code"])
+            if code not in found:
+                found.append(code)
+    return found
 
 
 def _has_word(word: str, text: str) -> bool:
@@ -185,9 +203,9 @@ def customer_match_from_text(*, text: str, service: OrderService) -> CustomerMat
         customer = service.customer_by_email(email=email.lower())
         if customer is not None:
             matches.setdefault(customer.customer_id, CustomerMatch(customer, "email"))
-    for zip_code in list(dict.fromkeys(_ZIP_RE.findall(text)))[:_MAX_CANDIDATES]:
+    for zip_code in postcodes_in_text(text)[:_MAX_CANDIDATES]:
         for customer in service.customers_in_zip(zip=zip_code):
-            if customer.zip == zip_code and (
+            if postcode_canonical(customer.zip) == zip_code and (
                 _has_word(customer.first_name, text) and _has_word(customer.last_name, text)
             ):
                 matches.setdefault(customer.customer_id, CustomerMatch(customer, "name_zip"))

@@ -46,7 +46,7 @@ class Order(models.Model):
         RETURN_REQUESTED = "return requested", "return requested"
         EXCHANGE_REQUESTED = "exchange requested", "exchange requested"
 
-    order_id = models.CharField(max_length=16, unique=True)  # "#W2611340"
+    order_id = models.CharField(max_length=16, unique=True)  # in the shop's form (shop profile)
     customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="orders")
     status = models.CharField(max_length=24, choices=Status.choices, db_index=True)
     address = models.JSONField(default=dict)

@@ -1,41 +1,77 @@
-"""The demo shop's return and exchange policy, as data the code checks.
+"""The shop's return and exchange policy, as the code checks and the replies quote it.
 
-Written from the shop's own policy texts, not invented here:
+The rules every shop shares come from the shop's policy texts
+(third_party/tau_bench_retail/wiki.md, "Return delivered order", "Exchange delivered
+order"): only a delivered order can be returned or exchanged; the shopper confirms the
+order, the items and where the refund goes; an item can be exchanged only for an
+available item of the same product in another option.
 
-- third_party/tau_bench_retail/wiki.md ("Return delivered order", "Exchange delivered
-  order"): only a delivered order can be returned or exchanged; the shopper confirms
-  the order, the items and where the refund goes (the original payment method); an
-  item can be exchanged only for an available item of the same product in another
-  option; the order then becomes "return requested" / "exchange requested" and the
-  shopper is emailed how to send the items back.
-- knowledge/seed_data/en/returns-by-membership.md (and zh/returns.md): the return
-  window depends on the membership level, counted from the purchase date (guests 30
-  days, Bronze 90, Silver 6 months, Gold any time); items must be unworn with their
-  tags attached; the shop emails a prepaid shipping label (the shop pays the return
-  shipping); a gift-card refund is immediate, a card or PayPal one takes 5 to 7
-  business days.
-
-The demo shop's customers carry no membership level, so the bot applies the guest
-window, the shortest one: it never promises a return the policy doesn't allow. The
-reply templates (routing/seed_data/templates.json, ``return_item`` and
-``exchange_item``) state these conditions with ``{window_days}`` filled from here.
-A shop on the HTTP backend applies its own policy in its order API
-(docs/order-api.md) and refuses with a reason; the bot passes the reason on.
+The values are the shop's, read from the shop profile (shop/profile.py, admin "Shop
+profile"): the return window by membership level and by product category (a
+category's own window applies when it is shorter, so the bot never promises a return
+the policy does not allow), the conditions items must meet by category, and the
+restocking fee. The order system gives no membership level, so the profile's default
+level applies. The reply templates (``return_item``, ``exchange_item``) quote these
+through ``chatbot.answerers.order_format.returns_facts``. A shop on the HTTP backend
+applies its own policy in its order API (docs/order-api.md) and refuses with a reason;
+the bot passes the reason on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import date, timedelta
+from decimal import ROUND_HALF_UP, Decimal
 
-# Days from the purchase date within which a delivered item can be returned or
-# exchanged (the guest window of returns-by-membership.md).
-RETURN_WINDOW_DAYS = 30
-
-
-def return_deadline(placed_on: date) -> date:
-    """The last day a return or exchange can be requested for an order placed then."""
-    return placed_on + timedelta(days=RETURN_WINDOW_DAYS)
+from shop.profile import shop_profile
 
 
-def within_return_window(placed_on: date, today: date) -> bool:
-    return today <= return_deadline(placed_on)
+def _categories(item_names: Iterable[str]) -> tuple[str, ...]:
+    returns = shop_profile().returns
+    return tuple(dict.fromkeys(returns.category(name) for name in item_names))
+
+
+def return_window_days(item_names: Iterable[str] = (), membership: str = "") -> int | None:
+    """Days from purchase in which these items can be returned or exchanged; None when
+    there is no limit."""
+    return shop_profile().returns.window_days(
+        membership=membership, categories=_categories(item_names)
+    )
+
+
+def return_deadline(
+    placed_on: date, item_names: Iterable[str] = (), membership: str = ""
+) -> date | None:
+    """The last day a return or exchange can be requested; None for any time."""
+    days = return_window_days(item_names, membership)
+    return None if days is None else placed_on + timedelta(days=days)
+
+
+def within_return_window(
+    placed_on: date, today: date, item_names: Iterable[str] = (), membership: str = ""
+) -> bool:
+    deadline = return_deadline(placed_on, item_names, membership)
+    return deadline is None or today <= deadline
+
+
+def return_conditions(item_names: Iterable[str], language: str) -> str:
+    """The conditions these items must meet, in the reply's language, with the
+    restocking fee when the shop charges one."""
+    returns = shop_profile().returns
+    text = returns.conditions(_categories(item_names), language)
+    fee = returns.restocking_fee_percent
+    if fee > 0:
+        percent = f"{fee.normalize():f}"
+        text += (
+            f"；退款将扣除{percent}%的重新上架费"
+            if language == "zh"
+            else f"; a {percent}% restocking fee is kept from the refund"
+        )
+    return text
+
+
+def refund_after_fee(amount: Decimal) -> Decimal:
+    """What a return refunds after the shop's restocking fee."""
+    fee = shop_profile().returns.restocking_fee_percent
+    kept = (amount * fee / Decimal(100)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    return amount - kept

@@ -182,20 +182,22 @@ def _repeat_or_refuse(order: models.Order, *, kind: str, items: list[dict]) -> R
     )
 
 
-def _require_returnable(order: models.Order, *, action: str) -> None:
+def _require_returnable(order: models.Order, *, action: str, items: list[dict]) -> None:
     if order.status != models.Order.Status.DELIVERED:
         raise OrderNotAllowed(
             "not_delivered",
             f"Order {order.order_id} can't be {action}: it is {order.status}. "
             "Only delivered orders can be returned or exchanged.",
         )
-    today = timezone.localdate()
-    if not policy.within_return_window(order.placed_on, today):
+    names = [str(item.get("name", "")) for item in items]
+    deadline = policy.return_deadline(order.placed_on, names)
+    if deadline is not None and timezone.localdate() > deadline:
         raise OrderNotAllowed(
             "outside_return_window",
             f"Order {order.order_id} can't be {action}: it was bought on "
-            f"{order.placed_on.isoformat()}, more than {policy.RETURN_WINDOW_DAYS} days ago "
-            f"(the return window ended on {policy.return_deadline(order.placed_on).isoformat()}).",
+            f"{order.placed_on.isoformat()}, more than "
+            f"{policy.return_window_days(names)} days ago "
+            f"(the return window ended on {deadline.isoformat()}).",
         )
 
 
@@ -251,8 +253,10 @@ def request_return(*, customer_id: str, order_id: str, item_ids: list[str]) -> R
         repeat = _repeat_or_refuse(order, kind=models.ReturnRequest.Kind.RETURN, items=items)
         if repeat is not None:
             return repeat
-        _require_returnable(order, action="returned")
-        amount = sum((money(item["price"]) for item in items), Decimal("0.00"))
+        _require_returnable(order, action="returned", items=items)
+        amount = policy.refund_after_fee(
+            sum((money(item["price"]) for item in items), Decimal("0.00"))
+        )
         return _record(order, kind=models.ReturnRequest.Kind.RETURN, items=items, amount=amount)
 
 
@@ -268,7 +272,7 @@ def request_exchange(*, customer_id: str, order_id: str, exchanges: dict[str, st
         repeat = _repeat_or_refuse(order, kind=models.ReturnRequest.Kind.EXCHANGE, items=items)
         if repeat is not None:
             return repeat
-        _require_returnable(order, action="exchanged")
+        _require_returnable(order, action="exchanged", items=items)
         for item in items:
             variant = next(
                 (

@@ -68,7 +68,7 @@ class OrderItem:
 
 @dataclass(frozen=True)
 class OrderFacts:
-    order_id: str  # "#W2611340"
+    order_id: str  # canonical, in the shop's form (shop profile): "#1001"
     status: str  # pending | processed | delivered | cancelled
     items: tuple[OrderItem, ...]
     total: Decimal

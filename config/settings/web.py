@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "releases",
     "routing",
     "knowledge",
+    "shop",
     "inference",
     "frontend",
 ]

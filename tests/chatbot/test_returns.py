@@ -51,12 +51,15 @@ def test_return_lists_items_states_the_policy_and_needs_a_yes(seeded_shop: None)
 
     plan = turn("2", state=state)
     order = Order.objects.get(order_id=BOOTS_AND_BOTTLE)
-    deadline = policy.return_deadline(order.placed_on)
-    # The policy's conditions, from its data: window, condition, who pays shipping.
+    deadline = policy.return_deadline(order.placed_on, ["Water Bottle"])
+    assert deadline is not None
+    # The policy's conditions, from the shop profile: window, the bottle's category's
+    # condition (not the apparel one), who pays shipping.
     assert "To confirm: return Water Bottle" in plan.text and "Hiking Boots" not in plan.text
-    assert f"{policy.RETURN_WINDOW_DAYS} days from purchase" in plan.text
+    assert f"{policy.return_window_days(['Water Bottle'])} days from purchase" in plan.text
     assert deadline.strftime("%b ") + str(deadline.day) in plan.text
-    assert "unworn" in plan.text and "prepaid shipping label" in plan.text
+    assert "unused" in plan.text and "unworn" not in plan.text
+    assert "prepaid shipping label" in plan.text
     assert "gift card" in plan.text and "immediately" in plan.text
     assert plan.actions == ["confirm"] and not ReturnRequest.objects.exists()
 
@@ -120,7 +123,9 @@ def test_the_service_is_idempotent_and_refuses_with_reasons(seeded_shop: None) -
     assert not_delivered.value.code == "not_delivered"
     # Outside the window.
     old = Order.objects.get(order_id=MOHAMED_OLD_DELIVERY)
-    assert old.placed_on < timezone.localdate() - timedelta(days=policy.RETURN_WINDOW_DAYS)
+    window = policy.return_window_days([item["name"] for item in old.items])
+    assert window is not None
+    assert old.placed_on < timezone.localdate() - timedelta(days=window)
     with pytest.raises(OrderNotAllowed) as late:
         shop.request_return(
             customer_id=MOHAMED, order_id=MOHAMED_OLD_DELIVERY, item_ids=[old.items[0]["item_id"]]

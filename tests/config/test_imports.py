@@ -19,6 +19,7 @@ PACKAGES = (
     "releases",
     "routing",
     "knowledge",
+    "shop",
     "inference",
 )
 ALLOWED = [{"routing.models", "routing.versioning"}]

@@ -13,7 +13,14 @@ from routing import types as rt
 from routing.templates import template_render
 
 from ..base import AnswerPlan, TurnContext, say, template_text
-from ..order_format import fmt_money, item_line, numbered_list, options_text, returns_facts
+from ..order_format import (
+    fmt_money,
+    item_line,
+    money,
+    numbered_list,
+    options_text,
+    returns_facts,
+)
 from .item_choice import variant_in_text
 
 _MAX_VARIANTS_LISTED = 10
@@ -43,7 +50,7 @@ def exchange_ask_next(ctx: TurnContext, order: OrderFacts) -> AnswerPlan:
         listing = numbered_list(
             [
                 f"{options_text(_changed_options(item, v)) or options_text(v.options)} "
-                f"(${fmt_money(v.price)})"
+                f"({money(v.price)})"
                 for v in variants
             ],
             ctx.language,
@@ -95,9 +102,9 @@ def exchange_confirm(ctx: TurnContext, order: OrderFacts, flow: dict[str, Any]) 
         new = next(v for v in ctx.orders().item_variants(item_id=item_id) if v.item_id == new_id)
         changed = options_text(_changed_options(item, new))
         was = options_text(_changed_options(new, item))
-        swaps.append(f"{item.name} ({was} → {changed}, ${fmt_money(new.price)})")
+        swaps.append(f"{item.name} ({was} → {changed}, {money(new.price)})")
         difference += new.price - item.price
-    facts = returns_facts(ctx, order) | {
+    facts = returns_facts(ctx, order, [by_id[i] for i in flow["chosen"]]) | {
         "swaps": "; ".join(swaps),
         "difference": fmt_money(abs(difference)),
     }

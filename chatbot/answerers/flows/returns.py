@@ -11,7 +11,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from chatbot.orders.policy import within_return_window
+from chatbot.orders.policy import refund_after_fee, within_return_window
 from chatbot.orders.types import (
     OrderFacts,
     OrderItem,
@@ -91,7 +91,8 @@ def _return_refusal(order: OrderFacts) -> str:
         return "already"
     if order.status != RETURNABLE:
         return f"not_delivered_{order.status}" if order.status in OPEN_STATUSES else "not_delivered"
-    if not within_return_window(order.placed_on, timezone.localdate()):
+    today = timezone.localdate()
+    if not any(within_return_window(order.placed_on, today, [i.name]) for i in order.items):
         return "outside_window"
     return ""
 
@@ -115,8 +116,8 @@ def return_items_chosen(
 def return_confirm(ctx: TurnContext, order: OrderFacts, items: list[OrderItem]) -> AnswerPlan:
     """List the return with the policy's conditions; deterministic code performs it
     after an explicit yes."""
-    amount = sum((item.price for item in items), Decimal("0.00"))
-    facts = returns_facts(ctx, order) | {
+    amount = refund_after_fee(sum((item.price for item in items), Decimal("0.00")))
+    facts = returns_facts(ctx, order, items) | {
         "items": ", ".join(item_line(item) for item in items),
         "amount": fmt_money(amount),
     }

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand
 
 
 class Command(BaseCommand):
-    help = "Seed the demo shop (orders, intents, reply templates, knowledge base). Idempotent."
+    help = "Seed the demo shop (profile, orders, intents, templates, knowledge base). Idempotent."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument(
@@ -27,8 +27,10 @@ class Command(BaseCommand):
         from knowledge.seed import knowledge_seed
         from routing.seed import intents_seed
         from routing.seed_templates import templates_seed
+        from shop.seed import profile_seed
 
         for name, func in (
+            ("profile", profile_seed),
             ("shop", shop_seed),
             ("intents", intents_seed),
             ("templates", templates_seed),

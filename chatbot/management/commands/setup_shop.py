@@ -34,6 +34,7 @@ class Command(BaseCommand):
         from releases.permissions import groups_ensure
         from routing.seed import intents_seed
         from routing.seed_templates import templates_seed
+        from shop.models import ShopProfile
 
         if get_user_model().objects.filter(is_superuser=True).exists():
             self.stdout.write("superuser: one exists already")
@@ -44,6 +45,12 @@ class Command(BaseCommand):
         self.stdout.write("groups: operators, support admins")
         self.stdout.write(f"intents and rules: {intents_seed()}")
         self.stdout.write(f"reply templates: {templates_seed()}")
+        if not ShopProfile.objects.exists():
+            self.stderr.write(
+                "WARNING: no shop profile yet, so the demo shop's order-id form, postcode "
+                "format, currency and return policy apply. Set yours in the admin: Shop "
+                "profile (docs/shop-profile.md)."
+            )
         self.stdout.write(
             "Next: set the order system (TIERDESK_ORDER_BACKEND=http, docs/order-api.md), "
             "add your knowledge base in the admin, and put the staff in their groups."

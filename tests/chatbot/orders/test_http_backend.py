@@ -198,7 +198,8 @@ def test_api_requires_the_key_and_is_off_without_one(api_url: str, raw: httpx.Cl
         service.close()
 
 
-def test_closed_port_is_order_system_unavailable() -> None:
+def test_closed_port_is_order_system_unavailable(db: None) -> None:
+    # db: the order id is read in the shop profile's forms.
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
