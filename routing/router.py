@@ -26,9 +26,9 @@ from routing.handoff_detect import handoff_decide
 from routing.handoff_scorer import HandoffScorer, handoff_scorer_get
 from routing.models import Intent, OutOfScopePoint, Rule, SlotPattern
 from routing.normalise import text_normalise, text_tokens
-from routing.order_ids import order_id_find, order_id_normalize
+from routing.order_ids import order_id_find, order_id_normalize, order_ids
 from routing.roleplay import roleplay_match
-from routing.types import CLARIFY, HANDOFF, OUT_OF_SCOPE, ROLE_PLAY, RouteDecision
+from routing.types import CLARIFY, HANDOFF, ORDER_STATUS, OUT_OF_SCOPE, ROLE_PLAY, RouteDecision
 from routing.versioning import ROUTER_VERSION
 from shop.specs import postcode_canonical
 
@@ -370,6 +370,33 @@ class _Turn:
         )
 
 
+# A message that is only an order id, perhaps after an order word ("#1001", "order
+# 000000123", "订单号 12345"): the shopper asks about that order.
+_BARE_ORDER_ID = re.compile(
+    r"^(?:(?:my |the )?order(?: id| no\.?| number)?|订单号?|单号)?\s*[:：]?\s*"
+    r"(?P<id>.+?)\s*[?!.。？！]*$"
+)
+
+
+def _bare_order_id(turn: _Turn) -> RouteDecision | None:
+    """The shop's own id forms (shop profile) alone in a message ask for its status,
+    when no admin rule decided the message first (the seeded rules know only the demo
+    form)."""
+    tier = turn.snapshot.intent_tiers.get(ORDER_STATUS)
+    match = _BARE_ORDER_ID.match(turn.normalised)
+    order_id = order_ids().normalize(match["id"]) if match else None
+    if tier is None or order_id is None:
+        return None
+    reason = {
+        "kind": "rule",
+        "rule": "bare-order-id",
+        "rule_kind": "shop_profile",
+        "match": order_id,
+        "matches": 1,
+    }
+    return turn.decided(tier, ORDER_STATUS, 1.0, reason)
+
+
 def _rules_decide(turn: _Turn) -> RouteDecision | None:
     """The rules by priority, the first match deciding. A request for a person
     (routing/handoff_detect.py): the handoff rules and the scorer together, after the
@@ -392,6 +419,8 @@ def _rules_decide(turn: _Turn) -> RouteDecision | None:
                 1.0,
                 {"kind": "rule", "rule": rule.name, "rule_kind": rule.kind, **evidence},
             )
+    if (bare := _bare_order_id(turn)) is not None:
+        return bare
     if not handoff_rules and turn.handoff_scorer is not None:
         return turn.handoff([])
     return None

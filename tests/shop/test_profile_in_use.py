@@ -46,6 +46,10 @@ def test_a_shopify_shop_finds_its_orders(shop: DjangoOrderService) -> None:  # n
     decision = route_message(text="where is my order #1001?", language="en")
     assert decision.slots.get("order_id") == "#1001"
     assert route_message(text="I was charged $1001", language="en").slots.get("order_id") is None
+    for bare in ("#1001", "order 1001?", "订单号：1001", "000000123"):
+        decision = route_message(text=bare, language="en")
+        assert decision.intent == "order_status", (bare, decision.reason)
+    assert route_message(text="12", language="en").reason.get("rule") != "bare-order-id"
 
 
 @pytest.mark.django_db
