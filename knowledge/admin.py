@@ -17,7 +17,8 @@ from django.urls import path, reverse
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from . import cards, services
+# admin_synonyms registers the synonym sets' admin.
+from . import admin_synonyms, cards, services  # noqa: F401
 from .models import AnswerCard, Chunk, DeletedSeedDocument, Document
 
 
