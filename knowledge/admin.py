@@ -18,7 +18,8 @@ from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
-from . import cards, conflicts, services
+# admin_synonyms registers the synonym sets' admin.
+from . import admin_synonyms, cards, conflicts, services  # noqa: F401
 from .models import AnswerCard, Chunk, DeletedSeedDocument, Document, KnowledgeConflict
 
 

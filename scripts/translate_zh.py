@@ -3,7 +3,7 @@
 
 After ``manage.py makemessages -l zh_Hans`` (new or changed strings), add their
 translations here and run ``.venv/bin/python scripts/translate_zh.py``: it rewrites the
-msgstr of every msgid it knows and lists the ones it doesn't (left empty: English).
+msgstr of every msgid it knows, keeps the ones it doesn't and lists those still empty.
 Setup compiles the .po into the .mo Django reads (``manage.py compilemessages``).
 """
 
@@ -163,6 +163,47 @@ ZH = {
     "CSAT human (%(n)s ratings)": "人工满意度（%(n)s 条评价）",
     "Waiting now / agents online": "当前等待 / 在线客服",
     "no data in this range": "此时间范围内没有数据",
+    # the shop's words (knowledge/admin_synonyms.py and its templates)
+    "Language": "语言",
+    "Kind": "类型",
+    "Terms": "词语",
+    "Broader term": "上位词",
+    "Note": "备注",
+    "Enabled": "启用",
+    "Separated by commas or new lines. English terms match every form of the word (ship, shipping, shipped).": "用逗号或换行分隔。英文词语会匹配该词的各种形式（ship、shipping、shipped）。",
+    "Broader sets only: what the terms are covered by, e.g. France for Lyon.": "仅用于上位词组：涵盖上述词语的词，例如“里昂”的上位词是“法国”。",
+    "Add at least one term.": "请至少添加一个词语。",
+    "An equivalent set needs at least two different terms.": "同义词组至少需要两个不同的词语。",
+    "A broader set needs a target: the term that covers the ones above.": "上位词组需要一个上位词：涵盖上述词语的词。",
+    "A term can't be broader than itself.": "一个词不能是它自己的上位词。",
+    "Only a broader set has a target; leave it empty.": "只有上位词组才有上位词，请留空。",
+    "“%(term)s” is already in the equivalent set “%(other)s”: add the other terms to that set instead, or take it out of one of them.": "“%(term)s”已在同义词组“%(other)s”中：请把其他词语加到那个词组里，或从其中一个词组中删去它。",
+    "Question": "问题",
+    "detect": "自动识别",
+    "Also ask these questions (one a line)": "另外测试这些问题（每行一个）",
+    "Enable the selected synonym sets": "启用所选同义词组",
+    "Disable the selected synonym sets": "停用所选同义词组",
+    "Questions it changes": "受影响的问题",
+    "Try a question": "试问一个问题",
+    "Save and see the questions it changes": "保存并查看受影响的问题",
+    "Home": "首页",
+    "disabled: shown as if it were enabled": "已停用：按启用后的效果显示",
+    "Ask again": "重新测试",
+    "%(changed)s of %(checked)s questions find another section or card with this set (from %(available)s approved card phrasings in this language, and the questions above).": "在 %(checked)s 个问题中，有 %(changed)s 个因这个词组而匹配到不同的段落或卡片（问题来自该语言的 %(available)s 条已批准卡片问法，以及上面填写的问题）。",
+    "Without the set": "没有这个词组时",
+    "With the set": "有这个词组时",
+    "No question finds anything else with this set.": "这个词组不会改变任何问题的匹配结果。",
+    "Section": "段落",
+    "Card": "卡片",
+    "nothing relevant: the bot says it doesn't know": "没有相关内容：机器人会回答不知道",
+    "Try": "试问",
+    "Keywords": "关键词",
+    "Searched as": "实际搜索的词",
+    "Term": "词语",
+    "Same as": "同义词",
+    "Covered by": "上位词",
+    "No synonym set has any of these words.": "没有同义词组包含这些词。",
+    "The bot finds": "机器人找到",
 }
 
 
@@ -173,6 +214,20 @@ def _unquote(lines: list[str]) -> str:
 def _quote(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{escaped}"'
+
+
+def _translation(entry: list[str]) -> str:
+    """The msgstr text(s) of an entry's lines after its msgid, joined."""
+    found, in_msgstr = [], False
+    for line in entry:
+        if line.startswith("msgstr"):
+            in_msgstr = True
+            line = line.split(" ", 1)[1]
+        elif not line.startswith('"'):
+            in_msgstr = False
+        if in_msgstr:
+            found.append(ast.literal_eval(line.strip()))
+    return "".join(found)
 
 
 def main() -> int:
@@ -203,17 +258,22 @@ def main() -> int:
             i += 1
         msgid = _unquote(block)
         out += ["msgid " + block[0], *block[1:]]
-        start = i  # msgstr and its continuation lines
+        start = i  # msgstr (or msgid_plural and the msgstr[n]) and continuation lines
         i += 1
-        while i < len(lines) and lines[i].startswith('"'):
+        while i < len(lines) and (lines[i].startswith('"') or lines[i].startswith("msgstr[")):
             i += 1
+        kept = lines[start:i]
         if not msgid:  # the header: kept as it is
-            out += [x.replace('"Language: \\n"', '"Language: zh_Hans\\n"') for x in lines[start:i]]
+            out += [x.replace('"Language: \\n"', '"Language: zh_Hans\\n"') for x in kept]
             continue
         text = ZH.get(msgid)
-        if text is None:
-            missing.append(msgid)
-        out.append("msgstr " + _quote(text or ""))
+        if text is None or kept[0].startswith("msgid_plural"):
+            # Not in the table (or a plural, written in the .po itself): kept as it is.
+            out += kept
+            if not _translation(kept):
+                missing.append(msgid)
+            continue
+        out.append("msgstr " + _quote(text))
     PO.write_text("\n".join(out) + "\n", encoding="utf-8")
     for msgid in missing:
         print(f"untranslated: {msgid!r}", file=sys.stderr)

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 
 from chatbot.orders.models import Customer, Order
-from knowledge.models import Document
+from knowledge.models import Document, SynonymSet
 from routing.models import Intent, ReplyTemplate
 
 pytestmark = pytest.mark.django_db
@@ -35,6 +35,8 @@ def test_setup_shop_creates_what_a_shop_needs_and_no_demo(
     # No demo shop: no shoppers, orders or knowledge-base documents.
     assert not Customer.objects.exists() and not Order.objects.exists()
     assert not Document.objects.exists()
+    # The demo's words are the demo's: a new shop adds its own synonym sets.
+    assert not SynonymSet.objects.exists()
     # Idempotent: a second run adds nothing and keeps an edited template.
     template = ReplyTemplate.objects.filter(intent__name="order_status").first()
     assert template is not None
