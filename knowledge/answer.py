@@ -332,8 +332,9 @@ def _card_answer(match: CardMatch, language: str) -> KnowledgeAnswer:
 def _disputed(
     question: str, sections: list[tuple[int, str]], language: str
 ) -> KnowledgeAnswer | None:
-    """Two articles disagree on what the question asks (an open conflict,
-    ``knowledge.conflicts``): quote both and offer a person, never pick one."""
+    """Two articles disagree on what the question asks (``knowledge.conflicts``): quote
+    both and offer a person while it is open, never pick one; once the admin kept one,
+    quote that one instead of the other."""
     from .conflicts import disputed_answer
 
     found = disputed_answer(question=question, sections=sections, language=language)
@@ -343,7 +344,7 @@ def _disputed(
         language=language,
         text=found.text,
         citations=list(found.citations),
-        actions=["offer:human"],
+        actions=list(found.actions),
         retrieval={"answered": True, "conflict": found.conflict_id},
     )
 

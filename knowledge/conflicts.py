@@ -293,6 +293,11 @@ DISPUTED = {
         "两篇说法不一致，我不替您挑一个；人工客服可以告诉您以哪个为准。"
     ),
 }
+# A conflict the support admin settled by keeping one article: its words, not the other's.
+SETTLED = {
+    "en": "Our “{title}” article says: {sentence}",
+    "zh": "我们的《{title}》说：{sentence}",
+}
 
 
 @dataclass(frozen=True)
@@ -300,6 +305,8 @@ class Disputed:
     conflict_id: int
     text: str
     citations: list[dict[str, object]]
+    # "offer:human" while the conflict is open; none once the admin kept one side.
+    actions: tuple[str, ...] = ()
 
 
 def _sentence(text: str, language: str) -> str:
@@ -309,41 +316,60 @@ def _sentence(text: str, language: str) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
+def _side(conflict: KnowledgeConflict, side: str) -> dict[str, object]:
+    document = conflict.document_a if side == "a" else conflict.document_b
+    heading = conflict.heading_a if side == "a" else conflict.heading_b
+    sentence = conflict.sentence_a if side == "a" else conflict.sentence_b
+    return {
+        "document_id": document.pk,
+        "title": document.title,
+        "heading": heading.split(" > ")[-1] if heading else document.title,
+        "anchor": conflict.anchor_a if side == "a" else conflict.anchor_b,
+        "snippet": " ".join(sentence.split()),
+    }
+
+
 def disputed_answer(
     *, question: str, sections: Iterable[tuple[int, str]], language: str
 ) -> Disputed | None:
-    """When one of the sections an answer would come from is a side of an open
-    conflict about what the question asks (it names every subject word): both sides,
-    quoted and cited, and the offer of a person. None otherwise (one query)."""
+    """When a section an answer would come from is a side of a conflict about what the
+    question asks (``_asks_about``): while it is open, both sides quoted and cited and
+    the offer of a person; once the admin kept one side and the section is the other,
+    the kept side's sentence. None otherwise (one query)."""
     wanted = Q(pk__in=[])
     for document_id, anchor in sections:
         anchor = section_anchor(anchor)
         wanted |= Q(document_a_id=document_id, anchor_a=anchor)
         wanted |= Q(document_b_id=document_id, anchor_b=anchor)
-    rows = KnowledgeConflict.objects.filter(wanted, status=KnowledgeConflict.Status.OPEN)
-    asked = kvalues.question_subject(question)
-    rows = rows.select_related("document_a", "document_b")
-    conflict = next((c for c in rows if _asks_about(c, asked)), None)
-    if conflict is None:
-        return None
-    lang = language if language in DISPUTED else "en"
-    text = DISPUTED[lang].format(
-        title_a=conflict.document_a.title,
-        sentence_a=_sentence(conflict.sentence_a or conflict.text_a, lang),
-        title_b=conflict.document_b.title,
-        sentence_b=_sentence(conflict.sentence_b or conflict.text_b, lang),
+    kept = (KnowledgeConflict.Resolution.KEPT_A, KnowledgeConflict.Resolution.KEPT_B)
+    rows = KnowledgeConflict.objects.filter(wanted).filter(
+        Q(status=KnowledgeConflict.Status.OPEN) | Q(resolution__in=kept)
     )
-    citations: list[dict[str, object]] = [
-        {
-            "document_id": document.pk,
-            "title": document.title,
-            "heading": heading or document.title,
-            "anchor": anchor,
-            "snippet": " ".join(sentence.split()),
-        }
-        for document, heading, anchor, sentence in (
-            (conflict.document_a, conflict.heading_a, conflict.anchor_a, conflict.sentence_a),
-            (conflict.document_b, conflict.heading_b, conflict.anchor_b, conflict.sentence_b),
+    asked = kvalues.question_subject(question)
+    given = {(d, section_anchor(a)) for d, a in sections}
+    lang = language if language in DISPUTED else "en"
+    for conflict in rows.select_related("document_a", "document_b").order_by("status"):
+        if not _asks_about(conflict, asked):
+            continue
+        if conflict.status == KnowledgeConflict.Status.OPEN:
+            text = DISPUTED[lang].format(
+                title_a=conflict.document_a.title,
+                sentence_a=_sentence(conflict.sentence_a or conflict.text_a, lang),
+                title_b=conflict.document_b.title,
+                sentence_b=_sentence(conflict.sentence_b or conflict.text_b, lang),
+            )
+            citations = [_side(conflict, "a"), _side(conflict, "b")]
+            return Disputed(conflict.pk, text, citations, ("offer:human",))
+        winner, loser = ("a", "b") if conflict.resolution == kept[0] else ("b", "a")
+        loser_section = (
+            (conflict.document_b_id, conflict.anchor_b)
+            if loser == "b"
+            else (conflict.document_a_id, conflict.anchor_a)
         )
-    ]
-    return Disputed(conflict.pk, text, citations)
+        if loser_section not in given:
+            continue
+        cited = _side(conflict, winner)
+        sentence = conflict.sentence_a if winner == "a" else conflict.sentence_b
+        text = SETTLED[lang].format(title=cited["title"], sentence=_sentence(sentence, lang))
+        return Disputed(conflict.pk, text, [cited])
+    return None

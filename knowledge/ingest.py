@@ -22,6 +22,7 @@ from llama_index.core import Document as LIDocument
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.readers.base import BaseReader
 
+from . import numerals
 from . import text as ktext
 
 logger = logging.getLogger(__name__)
@@ -263,7 +264,9 @@ def summary_prompt(*, title: str, body: str, language: str) -> str:
 def _truncate_tokens(text: str, budget: int) -> str:
     out: list[str] = []
     used = 0
-    for sentence in re.split(r"(?<=[.!?。！？])\s*", text):
+    # A full stop ends a sentence only before a space (or a Chinese one anywhere):
+    # "$4.99" is one figure, and the model copies what it is shown ("$4.").
+    for sentence in re.split(r"(?<=[.!?])\s+|(?<=[。！？])\s*", text):
         cost = ktext.estimate_tokens(sentence)
         if used + cost > budget:
             break
@@ -272,12 +275,25 @@ def _truncate_tokens(text: str, budget: int) -> str:
     return " ".join(out) if out else text[: budget * 2]
 
 
+_FIGURE_PART = re.compile(r"[\d.,]")
+
+
+def clip_chars(text: str, limit: int) -> str:
+    """At most ``limit`` characters, never ending inside a figure ("4.99" is kept
+    whole or left out, never "4.")."""
+    if len(text) <= limit:
+        return text
+    cut = limit
+    while cut > 0 and _FIGURE_PART.match(text[cut]) and _FIGURE_PART.match(text[cut - 1]):
+        cut -= 1
+    return text[:cut].rstrip(".,")
+
+
 def summary_clean(raw: str, *, language: str, max_words: int) -> str:
     """Keep the first line, at most ``max_words`` words (CJK: two characters a word)."""
     line = raw.strip().split("\n")[0].strip()
     if ktext.has_cjk(line):
-        limit = max_words * 2
-        return line[:limit]
+        return clip_chars(line, max_words * 2)
     return " ".join(line.split()[:max_words])
 
 
@@ -294,7 +310,7 @@ def summary_fallback(*, sections: list[Section], language: str, max_words: int) 
             if len(out) + len(s) > max_words * 2:
                 break
             out += s
-        return out or body[: max_words * 2]
+        return out or clip_chars(body, max_words * 2)
     return " ".join(body.split()[:max_words])
 
 
@@ -304,10 +320,13 @@ def summary_check(summary: str, *, body: str) -> str:
     would become an invented answer."""
     from . import entail
 
+    figures = {q.value for q in numerals.quantities(body)}
     kept = [
         sentence
         for sentence in entail.sentences(summary)
-        if entail.claim_check(sentence, [body]).label == "entailed"
+        # A figure the article doesn't write whole ("$4." of "$4.99") is a cut one.
+        if {q.value for q in numerals.quantities(sentence)} <= figures
+        and entail.claim_check(sentence, [body]).label == "entailed"
     ]
     return ("" if ktext.has_cjk(summary) else " ").join(kept)
 

@@ -173,8 +173,24 @@ def test_l2_cites_both_articles_on_the_disputed_subject_only(kb: dict[str, int])
     for question in ("is gift wrapping free for Gold members?", "how much is express shipping?"):
         assert "conflict" not in answer_plan(question=question, language="en").retrieval
 
-    conflict_resolve(conflict_id=conflict.pk, resolution="both_right", user_id=None)
-    assert (
-        "conflict"
-        not in answer_plan(question="how much is gift wrapping?", language="en").retrieval
-    )
+    # Kept the new article: a question the old one would answer gets the kept words.
+    new_side = "kept_a" if conflict.document_a_id == doc.pk else "kept_b"
+    conflict_resolve(conflict_id=conflict.pk, resolution=new_side, user_id=None)
+    kept = "Our “Gift wrapping” article says: We offer gift wrapping for $5.99 per item."
+    settled = 0
+    for question in ("how much is gift wrapping?", "what does gift wrap cost per item?"):
+        plan = answer_plan(question=question, language="en")
+        assert "$4.99" not in plan.text, (question, plan.text)
+        if plan.retrieval.get("conflict") == conflict.pk:
+            assert plan.text == kept
+            assert [c["document_id"] for c in plan.citations] == [doc.pk]
+            assert plan.actions == []
+            settled += 1
+    # The old article's section is still retrieved; its figure is not what is said.
+    assert settled >= 1
+
+    conflict.refresh_from_db()
+    conflict.resolution = "both_right"
+    conflict.save()
+    after = answer_plan(question="how much is gift wrapping?", language="en")
+    assert "conflict" not in after.retrieval
