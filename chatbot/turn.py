@@ -109,6 +109,9 @@ async def turn_stream(
             # Set when the model couldn't start within the tier's budget: the reply is
             # the tier's text that needs no model (docs/protocol.md, "degraded").
             "degraded": reply.meta.get("degraded"),
+            # Set when the reply is a hedged quote of a help-article section, not an
+            # answer (docs/protocol.md, "pointed").
+            "pointed": reply.meta.get("pointed"),
         }
     )
 

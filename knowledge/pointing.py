@@ -157,11 +157,14 @@ def pointer_for(passage: Passage) -> Pointer:
 
 
 def quote_of(question: str, passage: Passage) -> str:
-    """The section's sentences nearest the question (its own words)."""
-    quote = passage_extract(
-        question, [passage.text], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS
-    ).strip()
-    return quote.strip('“”"')
+    """The section's own words: all of it when it is short enough to read in the chat
+    (a rule with branches is quoted with every branch, never one picked for the
+    shopper), else its sentences nearest the question."""
+    whole = " ".join(passage.text.split())
+    if len(whole) <= settings.TIERDESK_KB_EXTRACT_CHARS * 3 // 2:
+        return whole.strip('“”"')
+    quote = passage_extract(question, [passage.text], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS)
+    return quote.strip().strip('“”"')
 
 
 def pointed_text(question: str, language: str, pointer: Pointer) -> str:
@@ -170,3 +173,19 @@ def pointed_text(question: str, language: str, pointer: Pointer) -> str:
     return POINTED[lang].format(
         title=pointer.passage.title, quote=quote_of(question, pointer.passage)
     )
+
+
+def pointer_at(document_id: int, anchor: str, snapshot: Any = None) -> Pointer | None:
+    """The section an answer card was written from (its document and anchor), as the
+    thing to point at when the card's answer can't stand for the question's case."""
+    from .index import get_snapshot
+
+    snap = snapshot or get_snapshot()
+    base = anchor.split("#", 1)[0]
+    for row, node in enumerate(snap.nodes):
+        meta = node.metadata
+        if int(meta["document_id"]) == document_id and str(meta["anchor"]).split("#", 1)[0] == base:
+            return Pointer(
+                passage=_passage(snap, row, 0.0), similarity=0.0, lead=0.0, embedder="card"
+            )
+    return None
