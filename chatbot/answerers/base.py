@@ -130,6 +130,10 @@ class AnswerPlan:
         """What the tier adds to the stored reply's metadata."""
         return {}
 
+    def pointed_sent(self) -> None:
+        """The pointed text goes out: a tier that cites the quoted section only then
+        adds its citation here."""
+
 
 def template_text(ctx: TurnContext, intent: str, key: str) -> str:
     if ctx.prompt_version:
@@ -224,6 +228,7 @@ def plan_text_marked(plan: AnswerPlan, reply: Reply) -> None:
     """The plan's own text goes out: a pointed one carries its marker."""
     if plan.pointed:
         reply.meta["pointed"] = plan.pointed
+        plan.pointed_sent()
 
 
 _WORDS = re.compile(r"\S+\s*|\s+")
