@@ -13,7 +13,10 @@ shop's own knowledge base, and does it abstain when they can't be?
    shopper over a real WebSocket. The reply the shopper saw (chunks, replaces) and its
    ``done`` frame (tier, guard, citations) are graded against the question's key:
    correct (every required fact present), contradicted (a forbidden phrase present),
-   abstained (the bot said it doesn't know / offered a person), or other.
+   abstained (the bot said it doesn't know / offered a person), or other; a reply the
+   server marks as *pointed* (a hedged quote of a section, docs/knowledge.md) is graded
+   ``pointed`` before anything else, never correct, and its quote holding a forbidden
+   phrase is counted apart (``pointed_quote_contradicting``).
 4. The entailment checker alone, on its own test set (bench/sets/entailment/demo).
 
 Figures are reported on the ``test`` split; the thresholds (card similarity, checker
@@ -219,6 +222,13 @@ async def ask(port: int, question: str, qid: str, *, token: str = "") -> dict[st
 
 
 def grade(q: dict[str, Any], reply: dict[str, Any]) -> str:
+    """correct / contradicted / abstained / other, and ``pointed`` first: a reply the
+    server marked as a hedged quote of a section (``done.pointed``) is no answer, so it
+    is never correct; nor does the section's own wording count as a contradiction the
+    bot asserted (a rule quoted with all its branches names the other branches' values;
+    ``quote_contradicting`` counts those apart)."""
+    if reply["done"].get("pointed"):
+        return "pointed"
     text = reply["text"].lower()
     if any(bad.lower() in text for bad in q.get("contradict", [])):
         return "contradicted"
@@ -230,6 +240,14 @@ def grade(q: dict[str, Any], reply: dict[str, Any]) -> str:
     if ABSTAIN.search(text) or "offer:human" in actions:
         return "abstained"
     return "other"
+
+
+def quote_contradicting(q: dict[str, Any], reply: dict[str, Any]) -> bool:
+    """A pointed reply whose quote holds a phrase the question's key forbids."""
+    text = reply["text"].lower()
+    return bool(reply["done"].get("pointed")) and any(
+        bad.lower() in text for bad in q.get("contradict", [])
+    )
 
 
 @contextmanager
@@ -277,6 +295,8 @@ def answers_run(port: int, questions: list[dict[str, Any]]) -> list[dict[str, An
                 # An error frame instead of a reply: its code and message, to say why.
                 row["error"] = {"code": done.get("code"), "message": done.get("message")}
             row["grade"] = grade(q, reply)
+            row["pointed_why"] = (done.get("pointed") or {}).get("why")
+            row["quote_contradicting"] = quote_contradicting(q, reply)
             rows.append(row)
             if (i + 1) % 25 == 0:
                 log(f"{i + 1}/{len(questions)} asked")
@@ -305,6 +325,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "other_on_answerable": sum(r["grade"] == "other" for r in answerable),
             "unanswerable": len(unanswerable),
             "abstained_on_unanswerable": sum(r["grade"] == "abstained" for r in unanswerable),
+            "pointed_on_answerable": sum(r["grade"] == "pointed" for r in answerable),
+            "pointed_on_unanswerable": sum(r["grade"] == "pointed" for r in unanswerable),
             "traps": len(traps),
             "traps_correct": sum(r["grade"] == "correct" for r in traps),
         }
@@ -541,6 +563,15 @@ def main(argv: list[str] | None = None) -> int:
         "questions_test": len(test),
         "contradicted_delivered": sum(r["grade"] == "contradicted" for r in rows),
         "contradicted_delivered_test": sum(r["grade"] == "contradicted" for r in test),
+        # Pointed replies (a hedged quote of a section, never counted as answered) and
+        # those whose quote holds a phrase the key forbids (the rule's other branches).
+        "pointed_on_answerable_test": rate(
+            sum(r["grade"] == "pointed" for r in answerable), len(answerable)
+        ),
+        "pointed_on_unanswerable_test": rate(
+            sum(r["grade"] == "pointed" for r in unanswerable), len(unanswerable)
+        ),
+        "pointed_quote_contradicting": sum(bool(r.get("quote_contradicting")) for r in rows),
         "correct_on_answerable_test": rate(
             sum(r["grade"] == "correct" for r in answerable), len(answerable)
         ),

@@ -12,8 +12,10 @@ never seen, with only that shop's help articles, asked in its shoppers' own word
    ``none`` leaves them all as drafts.
 3. Daphne runs on that database; every question is sent by a new shopper over a real
    WebSocket and graded as the demo run grades (``bench.answers.grade``): correct,
-   contradicted, abstained or other. An answerable question whose reply is not correct
-   but cites the section's article is counted apart as *pointed*, never as answered.
+   contradicted, abstained or other, and *pointed* first when the server marked the
+   reply as a hedged quote of a section. A pointed reply to an answerable question that
+   cites the question's article counts as pointed to the right section, never as
+   answered.
 
 Every question of the set is asked (the sets' ``split`` field is reported, not
 filtered). Writes the shop's section of bench/results/answers_newshop.json, with the
@@ -106,8 +108,9 @@ def shop_prepare(shop: str, cards_choice: str) -> dict[str, Any]:
 
 
 def pointed(question: dict[str, Any], row: dict[str, Any], doc_keys: dict[int, str]) -> bool:
-    """The reply is not the answer, but it cites the article that holds it."""
-    if row["grade"] in ("correct", "contradicted") or question["kind"] == "unanswerable":
+    """The server marked the reply as a hedged quote (graded ``pointed``, never an
+    answer), and it cites the article that holds the answer."""
+    if row["grade"] != "pointed" or question["kind"] == "unanswerable":
         return False
     return any(doc_keys.get(d) == question["doc"] for d in row.get("cited_documents", []))
 
@@ -133,6 +136,8 @@ def shop_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
             answerable, lambda r: r["grade"] == "abstained" and not r["pointed"]
         ),
         "contradicted": sum(r["grade"] == "contradicted" for r in rows),
+        "pointed_quote_contradicting": sum(bool(r.get("quote_contradicting")) for r in rows),
+        "pointed_on_unanswerable": share(unanswerable, lambda r: r["grade"] == "pointed"),
         "abstained_on_unanswerable": share(unanswerable, lambda r: r["grade"] == "abstained"),
         "l2_first_chunk_p50_ms": pct(l2_first, 50),
         "l2_first_chunk_p95_ms": pct(l2_first, 95),

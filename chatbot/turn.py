@@ -45,6 +45,7 @@ from .answerers.base import (
     Replace,
     Reply,
     TurnEvent,
+    plan_text_marked,
     replace_answer,
 )
 from .answerers.l2 import L2Plan
@@ -109,6 +110,9 @@ async def turn_stream(
             # Set when the model couldn't start within the tier's budget: the reply is
             # the tier's text that needs no model (docs/protocol.md, "degraded").
             "degraded": reply.meta.get("degraded"),
+            # Set when the reply is a hedged quote of a help-article section, not an
+            # answer (docs/protocol.md, "pointed").
+            "pointed": reply.meta.get("pointed"),
         }
     )
 
@@ -230,12 +234,14 @@ def degraded_text(plan: AnswerPlan) -> tuple[str, str]:
         return plan.text, "template"
     if isinstance(plan, L2Plan) and plan.grounding and plan.grounding.get("extract"):
         return str(plan.grounding["extract"]), "extract"
-    return plan.text, "n/a"
+    return plan.text, "pointed" if plan.pointed else "n/a"
 
 
 async def _degrade(plan: AnswerPlan, reply: Reply, why: dict[str, Any]) -> AsyncIterator[TurnEvent]:
     text, label = degraded_text(plan)
     reply.meta["degraded"] = why
+    if label == "pointed":
+        plan_text_marked(plan, reply)
     reply.model, reply.usage, reply.guard, reply.fallback = "", Usage(), label, None
     remember = plan.tier == rt.L3 and OFFER_HUMAN not in plan.actions
     if remember:

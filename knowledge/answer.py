@@ -85,6 +85,8 @@ MODEL_DOWN = {
     "zh": "我现在无法生成回答，不过《{title}》的这一段应该有帮助：{snippet}",
 }
 OFFER_ACTIONS = ["offer:L3", "offer:human"]
+# A pointed reply offers a person (a "yes" next turn queues the shopper).
+POINT_ACTIONS = ["offer:human"]
 
 
 @dataclass
@@ -104,6 +106,9 @@ class KnowledgeAnswer:
     grounding: dict[str, Any] | None = None
     # Served from an approved answer card (no generation): its id.
     card_id: int | None = None
+    # The reply is a hedged quote of a section (``knowledge.pointing``), not an
+    # answer: what was quoted and why (the ``done`` frame's and metadata's marker).
+    pointed: dict[str, Any] | None = None
 
     @property
     def answered(self) -> bool:
@@ -349,6 +354,40 @@ def _disputed(
     )
 
 
+def pointed_answer(
+    question: str, language: str, pointer: Any, why: str, explain: dict[str, Any]
+) -> KnowledgeAnswer:
+    """The hedged quote of the section ``pointer`` names, with its citation and the
+    offer of a person (``knowledge.pointing``), marked ``pointed`` with ``why``."""
+    from .pointing import pointed_text
+
+    marker = pointer.record(why)
+    return KnowledgeAnswer(
+        language=language,
+        text=pointed_text(question, language, pointer),
+        actions=list(POINT_ACTIONS),
+        citations=[pointer.passage.citation()],
+        retrieval=explain | {"answered": False, "pointed": marker},
+        passages=[pointer.passage],
+        pointed=marker,
+    )
+
+
+def card_or_pointed(match: CardMatch, question: str, language: str) -> KnowledgeAnswer:
+    """The card's answer, unless it states a branch of a rule that may not cover the
+    case the question names (``knowledge.named_case``): then its section, quoted."""
+    from .named_case import branch_mismatch
+    from .pointing import pointer_at
+
+    why = branch_mismatch(question, match.row.answer)
+    if why:
+        pointer = pointer_at(match.row.document_id, match.row.anchor)
+        if pointer is not None:
+            card = {"id": match.row.card_id, "score": round(match.score, 3), "mismatch": why}
+            return pointed_answer(question, language, pointer, "other_case", {"card": card})
+    return _card_answer(match, language)
+
+
 def answer_plan(
     *,
     question: str,
@@ -364,7 +403,7 @@ def answer_plan(
     if match is not None:
         if disputed := _disputed(question, [(match.row.document_id, match.row.anchor)], lang):
             return disputed
-        return _card_answer(match, lang)
+        return card_or_pointed(match, question, lang)
     result = retrieval or passages_retrieve(question=question, language=lang, method=method)
     from .index import get_snapshot
 
@@ -385,6 +424,13 @@ def answer_plan(
     ):
         chosen, extras = [], []
     if not chosen:
+        from .pointing import clearly_about
+
+        # One section clearly about the question, though nothing confirms it answers:
+        # quote it rather than say nothing was found.
+        pointer = clearly_about(question, lang)
+        if pointer is not None:
+            return pointed_answer(question, lang, pointer, "not_confirmed", explain)
         return KnowledgeAnswer(
             language=lang,
             text=DONT_KNOW[lang],
@@ -419,10 +465,23 @@ def answer_plan(
             "extract": passage_extract(
                 question, [p.text for p in chosen], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS
             ),
+            # What goes out instead of a sentence stating a branch of a rule that may
+            # not cover the question's named case (``EntailmentGuard``).
+            "pointed": _best_pointed(question, lang, best),
         }
         if settings.TIERDESK_KB_GROUNDING_GUARD
         else None,
     )
+
+
+def _best_pointed(question: str, language: str, best: Passage) -> dict[str, Any]:
+    from .pointing import pointed_text, pointer_for
+
+    pointer = pointer_for(best)
+    return {
+        "text": pointed_text(question, language, pointer),
+        "marker": pointer.record("other_case"),
+    }
 
 
 # -- the rule beside an order flow -------------------------------------------------------------

@@ -118,6 +118,9 @@ class AnswerPlan:
     # The reply row's routing and release fields for the release metrics, set by
     # ``services.turn_plan`` when it writes the row (None: read back from the row).
     reply_row: dict[str, Any] | None = None
+    # The plan's text is a hedged quote of a help-article section, not an answer
+    # (``knowledge.pointing``): the marker the reply carries when that text goes out.
+    pointed: dict[str, Any] | None = None
 
     def cited(self) -> list[dict[str, Any]]:
         """The passages the answer is written from (the ``done`` frame's citations)."""
@@ -126,6 +129,10 @@ class AnswerPlan:
     def record(self) -> dict[str, Any]:
         """What the tier adds to the stored reply's metadata."""
         return {}
+
+    def pointed_sent(self) -> None:
+        """The pointed text goes out: a tier that cites the quoted section only then
+        adds its citation here."""
 
 
 def template_text(ctx: TurnContext, intent: str, key: str) -> str:
@@ -209,11 +216,19 @@ class GuardedAnswerer:
 
     async def stream(self, plan: AnswerPlan, reply: Reply) -> AsyncIterator[TurnEvent]:
         if plan.generation is None:
+            plan_text_marked(plan, reply)
             async for event in text_answer(plan.text, reply):
                 yield event
             return
         async for event in model_answer(plan, reply, self.guards(plan)):
             yield event
+
+
+def plan_text_marked(plan: AnswerPlan, reply: Reply) -> None:
+    """The plan's own text goes out: a pointed one carries its marker."""
+    if plan.pointed:
+        reply.meta["pointed"] = plan.pointed
+        plan.pointed_sent()
 
 
 _WORDS = re.compile(r"\S+\s*|\s+")
@@ -353,6 +368,7 @@ async def _answer_end(
         if tripped is None:
             if not reply.parts:
                 # No guard's replacement: say plainly we can't answer (plan.text).
+                plan_text_marked(plan, reply)
                 async for event in text_answer(plan.text, reply):
                     yield event
             return

@@ -99,6 +99,7 @@ class L2Answerer(GuardedAnswerer):
             retrieval=answer.retrieval,
             grounding=answer.grounding,
             answer_key=key,
+            pointed=answer.pointed,
         )
 
     def guards(self, plan: AnswerPlan) -> list[Guard]:
@@ -113,6 +114,7 @@ class L2Answerer(GuardedAnswerer):
                 passages=g["passages"],
                 extract=g["extract"],
                 dont_know=DONT_KNOW.get(plan.language, DONT_KNOW["en"]),
+                pointed=g.get("pointed"),
             )
         ]
 

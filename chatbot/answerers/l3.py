@@ -15,6 +15,7 @@ The leak guard watches every chat reply; if the model is down, ``dialogue.model_
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from .offers import OFFER_HUMAN
 from .reply_guards import GroundedGuard, Guard
 
 L3_SEED = 13
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -57,6 +59,11 @@ class L3Plan(AnswerPlan):
     citations: list[dict[str, Any]] = field(default_factory=list)
     # What went into the records and why (no personal data): stored in the metadata.
     context: dict[str, Any] = field(default_factory=dict)
+    # The quoted section's citation, cited only if the pointed text goes out.
+    pointed_citations: list[dict[str, Any]] = field(default_factory=list)
+
+    def pointed_sent(self) -> None:
+        self.citations = [*self.pointed_citations, *self.citations]
 
     def cited(self) -> list[dict[str, Any]]:
         return self.citations
@@ -81,6 +88,27 @@ def handoff_offer_remember(conversation_id: int) -> None:
         state["pending_handoff"] = {"at": time.time()}
         conversation.state = state
         conversation.save(update_fields=["state"])
+
+
+def _pointed_fallback(
+    question: str, language: str
+) -> tuple[str, dict[str, Any], list[dict[str, Any]]] | None:
+    """The quote of the section the question is clearly about (``knowledge.pointing``):
+    its text, marker and citation; None when no section is (blocking: embeds)."""
+    from knowledge.pointing import clearly_about, pointed_text
+
+    try:
+        pointer = clearly_about(question, language)
+    except Exception:  # the index or embedder down: the plain "can't answer now"
+        logger.exception("pointing unavailable for L3's fallback text")
+        return None
+    if pointer is None:
+        return None
+    return (
+        pointed_text(question, language, pointer),
+        pointer.record("l3_degraded"),
+        [pointer.passage.citation()],
+    )
 
 
 class L3Answerer(GuardedAnswerer):
@@ -122,8 +150,14 @@ class L3Answerer(GuardedAnswerer):
             history=history,
             question=l3_question(records=shop.text(), question=question, language=ctx.language),
         )
+        # When no model can answer in time (degraded, or the model fails before a word):
+        # for a question one help-article section is clearly about, that section quoted
+        # with the offer of a person, rather than "can't answer that myself right now".
+        pointed = None if shop.personal else _pointed_fallback(question, ctx.language)
         return L3Plan(
-            text=template_text(ctx, "dialogue", "model_down"),
+            pointed=pointed[1] if pointed else None,
+            pointed_citations=pointed[2] if pointed else [],
+            text=pointed[0] if pointed else template_text(ctx, "dialogue", "model_down"),
             role="large" if decision.tier == rt.L3 else "fallback",
             # Low temperature and a fixed seed, as L2's reader: an answer from records
             # has one right wording, and the same records and question give the same

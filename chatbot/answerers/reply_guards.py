@@ -156,11 +156,24 @@ class EntailmentGuard:
     sees a claim that is later withdrawn. Nothing entailed at all: the best passage's
     own sentences (``extract``) go out; the model said it doesn't know: ``dont_know``."""
 
-    def __init__(self, *, question: str, passages: list[str], extract: str, dont_know: str) -> None:
+    def __init__(
+        self,
+        *,
+        question: str,
+        passages: list[str],
+        extract: str,
+        dont_know: str,
+        pointed: Mapping[str, Any] | None = None,
+    ) -> None:
         self.question = question
         self.passages = passages
         self.extract = extract
         self.dont_know = dont_know
+        # The hedged quote of the best passage and its marker (``knowledge.pointing``):
+        # what goes out when a sentence states a branch of a rule that may not cover
+        # the case the question names (a place, a sum: ``knowledge.named_case``).
+        self.pointed = pointed
+        self._other_case = False
         self.verdict = Verdict()
         self._buffer = ""
         self._released = 0
@@ -239,6 +252,14 @@ class EntailmentGuard:
         claim = entail.claim_check(sentence, self.passages, question=self.question)
         label: str = claim.label
         reason = claim.reason
+        if label == "entailed" and self.pointed:
+            from knowledge.named_case import branch_mismatch
+
+            # Backed by the passage, but a branch for another case than the shopper's.
+            why = branch_mismatch(self.question, sentence)
+            if why:
+                label, reason = "other_case", why
+                self._other_case = True
         if self.dangling_check:
             if label == "entailed" and entail.opens_on_pronoun(sentence) and not self._last_shown:
                 label, reason = "dangling", "opens on a pronoun whose sentence was not shown"
@@ -251,6 +272,11 @@ class EntailmentGuard:
     async def finish(self, text: str) -> str | None:
         tail = await self._release(final=True)
         meta = {"unsupported_claims": self._dropped[:5]} if self._dropped else {}
+        if self.pointed and (self._other_case or not self._released):
+            pointed = await self._pointed_instead(meta)
+            if pointed is not None:
+                self.verdict = pointed
+                return None
         if self._released:
             label = "trimmed" if self._dropped else "passed"
             self.verdict = Verdict(ok=True, label=label, meta=meta)
@@ -287,6 +313,26 @@ class EntailmentGuard:
                 meta=meta,
             )
         return None
+
+    async def _pointed_instead(self, meta: dict[str, Any]) -> Verdict | None:
+        """The hedged quote instead of the reply: a sentence stated another case's
+        branch, or nothing was backed and the extract that would go out does."""
+        assert self.pointed is not None
+        if not self._other_case:
+            from knowledge.named_case import branch_mismatch
+
+            if not self.extract or not await asyncio.to_thread(
+                branch_mismatch, self.question, self.extract
+            ):
+                return None
+        logger.info("entailment guard: another case's branch; sending the quote")
+        return Verdict(
+            ok=False,
+            label="pointed",
+            reason="a branch of the rule for another case than the question's",
+            replacement=str(self.pointed["text"]),
+            meta=meta | {"pointed": self.pointed["marker"]},
+        )
 
     def _completion(self) -> str:
         """What follows the released sentences when they say too little: when all

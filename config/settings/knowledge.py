@@ -91,3 +91,18 @@ TIERDESK_KB_SWEEP_S = env_float("TIERDESK_KB_SWEEP_S", 60.0)
 # duration, a yes and a no: knowledge/conflicts.py) when their embeddings are at
 # least this similar.
 TIERDESK_KB_CONFLICT_SIMILARITY = env_float("TIERDESK_KB_CONFLICT_SIMILARITY", 0.45)
+# Pointing (knowledge.pointing, docs/knowledge.md "Pointing"): where the answer checks
+# can't confirm an answer but one section is clearly about the question, the reply
+# quotes that section with its citation and offers a person, marked "pointed". Clearly
+# about: the section's cosine with the question and its lead over the next section,
+# on MiniLM (English) or on the multilingual embedder (its cosines sit higher and
+# closer together). Measured on the demo shop's dev split (docs/knowledge.md).
+TIERDESK_KB_POINT = env_bool("TIERDESK_KB_POINT", True)
+TIERDESK_KB_POINT_MIN_SIMILARITY = env_float("TIERDESK_KB_POINT_MIN_SIMILARITY", 0.25)
+TIERDESK_KB_POINT_MIN_LEAD = env_float("TIERDESK_KB_POINT_MIN_LEAD", 0.12)
+TIERDESK_KB_POINT_MIN_SIMILARITY_MULTILINGUAL = env_float(
+    "TIERDESK_KB_POINT_MIN_SIMILARITY_MULTILINGUAL", 0.90
+)
+TIERDESK_KB_POINT_MIN_LEAD_MULTILINGUAL = env_float(
+    "TIERDESK_KB_POINT_MIN_LEAD_MULTILINGUAL", 0.012
+)
