@@ -147,6 +147,30 @@ ZH = {
     "CSAT human (%(n)s ratings)": "人工满意度（%(n)s 条评价）",
     "Waiting now / agents online": "当前等待 / 在线客服",
     "no data in this range": "此时间范围内没有数据",
+    # strings whose translations were in the .po only (the table is the source)
+    "not asked (an article's lead); the don't-know reply was kept": "未询问（文章导语）；保留了“不知道”的回复",
+    "yes (%(role)s): answered from a passage the word check refused": "是（%(role)s）：用词语检查拒绝的段落作答",
+    "no (%(role)s): the don't-know reply was kept": "否（%(role)s）：保留了“不知道”的回复",
+    "answerability judge": "可答性判断",
+    "shopper wrote": "顾客发过消息",
+    "All, opened without a message too": "全部（包括打开后未发消息的）",
+    "Yes": "是",
+    "Say why: the reason is kept in the audit trail.": "请说明原因：原因会记入审计记录。",
+    "Give a weight between 0 and %(maximum)s%%.": "请给出 0 到 %(maximum)s%% 之间的权重。",
+    "Model-phrased share: <strong>%(share)s</strong> of %(n)s replies that planned a model; %(degraded)s went out without one under load (admission control).": "模型撰写比例：计划由模型回复的 %(n)s 条中为 <strong>%(share)s</strong>；高负载下有 %(degraded)s 条未经模型发出（准入控制）。",
+    "Of the replies that planned a model, the share a model wrote; the rest went out as the tier's text that needs no model because the model could not start within the first-chunk budget.": "计划由模型回复的消息中，由模型撰写的比例；其余因模型无法在首段时限内开始，改发该层无需模型的文本。",
+    "model-phrased": "模型撰写",
+    # the operator console (issue #36 item 7): chart legends, the baseline, the candidate card
+    "intervention rate": "介入率",
+    "first human reply (min)": "人工首次回复（分钟）",
+    "actual (modelled)": "实际（估算）",
+    "all-L3 baseline": "全 L3 基线",
+    "The settings as deployed (created automatically).": "部署时的设置（自动创建）。",
+    "description": "描述",
+    "config": "配置",
+    "paused": "已暂停",
+    "started %(started)s UTC · last step %(step_at)s UTC ·\n        schedule +%(step)s%% every %(interval)s min": "开始于 %(started)s UTC · 上次调整 %(step_at)s UTC ·\n        计划每 %(interval)s 分钟 +%(step)s%%",
+    "at most %(max)s%% (TIERDESK_RELEASE_MAX_WEIGHT); promote to serve everyone": "最多 %(max)s%%（TIERDESK_RELEASE_MAX_WEIGHT）；要服务全部会话请晋升",
 }
 
 
