@@ -22,7 +22,7 @@ from routing.admin_base import AuditAdmin
 class ReleaseForm(forms.ModelForm):
     reason = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="Why: kept in the release's audit trail.",
+        help_text=_("Why: kept in the release's audit trail."),
     )
 
     class Meta:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.apps import apps
+from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.db import models
 from django.test import Client
@@ -36,7 +37,7 @@ TOKENS = re.compile(
     r"min|ms|EN|ZH|en|zh|zh-hans|Django)\b"
 )
 # Django's own admin strings that its zh-hans catalogue does not translate (not ours to patch).
-DJANGO_OWN = {"Add link", "Change or view list link", "Skip to main content"}
+DJANGO_OWN = {"Add link", "Change or view list link", "Model name", "Skip to main content"}
 ATTRS = ("title", "placeholder", "aria-label", "alt")
 OUR_APPS = {
     *("desk", "chatbot", "orders", "releases", "routing", "knowledge", "inference", "frontend"),
@@ -175,3 +176,47 @@ def test_the_scan_reports_english_and_lets_data_and_tokens_through() -> None:
         "<p>p95 L3 CSAT</p><p>Add link</p>"
     )
     assert untranslated(html, ["Gift cards never expire"]) == ["Try a question", "all-L3 baseline"]
+
+
+def admin_urls() -> list[str]:
+    """The admin index, and per registered model of ours its list and one change page
+    (the add page when there is no row)."""
+    urls = ["/admin/"]
+    for model, model_admin in admin.site._registry.items():
+        meta = model._meta
+        if meta.app_label not in OUR_APPS:
+            continue
+        base = f"/admin/{meta.app_label}/{meta.model_name}/"
+        urls.append(base)
+        obj = model._default_manager.order_by("pk").first()
+        if obj is not None:
+            urls.append(f"{base}{obj.pk}/change/")
+        elif model_admin.has_add_permission(_Request()):  # type: ignore[arg-type]
+            urls.append(f"{base}add/")
+    return urls
+
+
+class _Request:
+    """Enough of a request for ``has_add_permission`` as a superuser."""
+
+    class user:
+        is_active = is_staff = is_superuser = True
+
+        @staticmethod
+        def has_perm(perm: str, obj: Any = None) -> bool:
+            return True
+
+
+def test_the_admin_in_chinese_has_no_english_ui_string(
+    zh_client: Client, seeded_shop: None
+) -> None:
+    data = db_values()
+    found: dict[str, str] = {}  # each English string, and the first page showing it
+    for url in admin_urls():
+        page = zh_client.get(url, headers=ZH)
+        assert page.status_code == 200, url
+        for text in untranslated(page.content.decode(), data):
+            found.setdefault(text, url)
+    assert not found, "English in the zh admin:\n" + "\n".join(
+        f"{url}  {text}" for text, url in sorted(found.items(), key=lambda kv: kv[1])
+    )
