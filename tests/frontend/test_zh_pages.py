@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.apps import apps
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.db import models
@@ -220,3 +221,36 @@ def test_the_admin_in_chinese_has_no_english_ui_string(
     assert not found, "English in the zh admin:\n" + "\n".join(
         f"{url}  {text}" for text, url in sorted(found.items(), key=lambda kv: kv[1])
     )
+
+
+def test_the_desk_in_chinese_has_no_english_ui_string(zh_client: Client) -> None:
+    page = zh_client.get("/desk/", headers=ZH)
+    html = page.content.decode()
+    assert page.status_code == 200 and '<html lang="zh-hans"' in html
+    # desk.js takes its strings from strings.js, in the page's language.
+    assert html.index("desk/strings.js") < html.index("desk/desk.js")
+    bad = untranslated(html, db_values())
+    assert not bad, "English on the zh desk:\n" + "\n".join(bad)
+    # In English the page says so, and desk.js picks the English strings.
+    en = zh_client.get("/desk/", headers={"Accept-Language": "en"}).content.decode()
+    assert '<html lang="en"' in en and "Nobody is waiting." in en
+
+
+def _js_block(source: str, lang: str) -> str:
+    start = source.index(f"\n  {lang}: {{")
+    return source[start : source.index("\n  },", start)]
+
+
+def test_the_desks_script_strings_have_a_chinese_text_for_every_english_one() -> None:
+    source = (settings.BASE_DIR / "desk" / "static" / "desk" / "strings.js").read_text()
+    en, zh = _js_block(source, "en"), _js_block(source, "zh")
+    keys = re.compile(r"^    (\w+):", re.M)
+    assert keys.findall(en) == keys.findall(zh) and len(keys.findall(en)) > 40
+    # Every literal of the Chinese block, with its ${...} holes left out.
+    literals = re.findall(r'"((?:[^"\\]|\\.)*)"|`([^`]*)`', zh)
+    texts = [re.sub(r"\$\{[^}]*\}", " ", a or b) for a, b in literals]
+    assert len(texts) >= 40
+    bad = [t for t in texts if english(t)]
+    assert not bad, "English in the desk's zh strings:\n" + "\n".join(bad)
+    english_texts = re.findall(r'"((?:[^"\\]|\\.)*)"', en)
+    assert [t for t in english_texts if english(t)], "the scan sees the English block's English"
