@@ -238,7 +238,7 @@ class ConversationAdmin(admin.ModelAdmin):
 
     actions = ["shopper_data_export", "shopper_data_erase"]
 
-    @admin.action(description="Export these shoppers' data (JSON)")
+    @admin.action(description=gettext_lazy("Export these shoppers' data (JSON)"))
     def shopper_data_export(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
         documents = [
             shopper_export(customer_id=customer_id)
@@ -252,7 +252,7 @@ class ConversationAdmin(admin.ModelAdmin):
         return response
 
     @admin.action(
-        description="Erase these shoppers' data (every conversation of theirs)",
+        description=gettext_lazy("Erase these shoppers' data (every conversation of theirs)"),
         permissions=["delete"],
     )
     def shopper_data_erase(self, request: HttpRequest, queryset: QuerySet) -> None:
@@ -267,7 +267,7 @@ class ConversationAdmin(admin.ModelAdmin):
             messages.SUCCESS,
         )
 
-    @admin.display(description="token budget (docs/resilience.md)")
+    @admin.display(description=gettext_lazy("token budget (docs/resilience.md)"))
     def token_budget(self, obj: Conversation) -> str:
         """The per-session token circuit breaker, as the next turn will see it."""
         if obj.pk is None:

@@ -33,6 +33,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from .models import AgentPresence, Conversation, Message
 from .threads import in_db_thread
@@ -546,10 +547,11 @@ def handoff_series(
             if first is not None:
                 waits[i].append((first - queued).total_seconds() / 60)
     return {
-        "intervention rate": [
+        # The keys are msgids: the console shows them translated.
+        gettext_noop("intervention rate"): [
             (start, handed[i] / totals[i] if totals[i] else None) for i, start in enumerate(starts)
         ],
-        "first human reply (min)": [
+        gettext_noop("first human reply (min)"): [
             (start, sum(waits[i]) / len(waits[i]) if waits[i] else None)
             for i, start in enumerate(starts)
         ],

@@ -7,6 +7,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 def new_session_key() -> str:
@@ -16,34 +17,46 @@ def new_session_key() -> str:
 
 class Conversation(models.Model):
     class Identity(models.TextChoices):
-        NONE = "none", "not verified"
-        TOKEN = "token", "shop-signed token"
-        EMAIL = "email", "email in chat"
-        NAME_ZIP = "name_zip", "name and zip in chat"
+        NONE = "none", _("not verified")
+        TOKEN = "token", _("shop-signed token")
+        EMAIL = "email", _("email in chat")
+        NAME_ZIP = "name_zip", _("name and zip in chat")
 
     class Handoff(models.TextChoices):
-        NONE = "none", "bot only"
-        QUEUED = "queued", "waiting for a person"
-        CLAIMED = "claimed", "a person answers"
-        RESOLVED = "resolved", "resolved by a person"
+        NONE = "none", _("bot only")
+        QUEUED = "queued", _("waiting for a person")
+        CLAIMED = "claimed", _("a person answers")
+        RESOLVED = "resolved", _("resolved by a person")
 
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    session_key = models.CharField(max_length=64, unique=True, default=new_session_key)
-    customer_id = models.CharField(max_length=64, blank=True, db_index=True)
-    identity = models.CharField(max_length=16, choices=Identity.choices, default=Identity.NONE)
-    vip = models.BooleanField(default=False)
-    language = models.CharField(max_length=8, default="en")
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
+    )
+    session_key = models.CharField(
+        max_length=64, unique=True, default=new_session_key, verbose_name=_("session key")
+    )
+    customer_id = models.CharField(
+        max_length=64, blank=True, db_index=True, verbose_name=_("customer id")
+    )
+    identity = models.CharField(
+        max_length=16, choices=Identity.choices, default=Identity.NONE, verbose_name=_("identity")
+    )
+    vip = models.BooleanField(default=False, verbose_name=_("vip"))
+    language = models.CharField(max_length=8, default="en", verbose_name=_("language"))
     # Dialogue state between turns: a pending action awaiting "yes", a pending intent
     # waiting for verification. Small JSON, rewritten each turn.
-    state = models.JSONField(default=dict, blank=True)
-    client_ip = models.GenericIPAddressField(null=True, blank=True)
-    user_agent = models.CharField(max_length=300, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    state = models.JSONField(default=dict, blank=True, verbose_name=_("state"))
+    client_ip = models.GenericIPAddressField(null=True, blank=True, verbose_name=_("client ip"))
+    user_agent = models.CharField(max_length=300, blank=True, verbose_name=_("user agent"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
     # Human handoff (chatbot/handoff.py, docs/desk.md): queued for a person, claimed by
     # one (the bot stays silent), resolved (the bot answers again).
     handoff = models.CharField(
-        max_length=12, choices=Handoff.choices, default=Handoff.NONE, db_index=True
+        max_length=12,
+        choices=Handoff.choices,
+        default=Handoff.NONE,
+        db_index=True,
+        verbose_name=_("handoff"),
     )
     handoff_agent = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -51,13 +64,24 @@ class Conversation(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="handoff_conversations",
+        verbose_name=_("handoff agent"),
     )
-    handoff_queued_at = models.DateTimeField(null=True, blank=True)
-    handoff_claimed_at = models.DateTimeField(null=True, blank=True)
-    handoff_first_reply_at = models.DateTimeField(null=True, blank=True)
-    handoff_resolved_at = models.DateTimeField(null=True, blank=True)
+    handoff_queued_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("handoff queued at")
+    )
+    handoff_claimed_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("handoff claimed at")
+    )
+    handoff_first_reply_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("handoff first reply at")
+    )
+    handoff_resolved_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("handoff resolved at")
+    )
 
     class Meta:
+        verbose_name = _("conversation")
+        verbose_name_plural = _("conversations")
         ordering = ["-updated_at"]
 
     def __str__(self) -> str:
@@ -66,50 +90,67 @@ class Conversation(models.Model):
 
 class Message(models.Model):
     class Role(models.TextChoices):
-        USER = "user", "shopper"
-        BOT = "bot", "bot"
-        AGENT = "agent", "support agent"  # a person at the desk (human handoff)
+        USER = "user", _("shopper")
+        BOT = "bot", _("bot")
+        AGENT = "agent", _("support agent")  # a person at the desk (human handoff)
 
     class Status(models.TextChoices):
-        RECEIVED = "received", "received"  # a shopper message, stored
-        STREAMING = "streaming", "streaming"  # a reply being written
-        COMPLETE = "complete", "complete"
-        INCOMPLETE = "incomplete", "cut off"  # disconnect or crash mid-reply
-        ERROR = "error", "error"
+        RECEIVED = "received", _("received")  # a shopper message, stored
+        STREAMING = "streaming", _("streaming")  # a reply being written
+        COMPLETE = "complete", _("complete")
+        INCOMPLETE = "incomplete", _("cut off")  # disconnect or crash mid-reply
+        ERROR = "error", _("error")
 
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="messages"
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="messages",
+        verbose_name=_("conversation"),
     )
-    role = models.CharField(max_length=8, choices=Role.choices)
+    role = models.CharField(max_length=8, choices=Role.choices, verbose_name=_("role"))
     # The client's id for a shopper message: a resend after reconnect is not stored twice.
-    client_id = models.CharField(max_length=64, blank=True)
+    client_id = models.CharField(max_length=64, blank=True, verbose_name=_("client id"))
     reply_to = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replies"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="replies",
+        verbose_name=_("reply to"),
     )
-    text = models.TextField(blank=True)
-    status = models.CharField(max_length=12, choices=Status.choices)
-    language = models.CharField(max_length=8, blank=True)
-    tier = models.CharField(max_length=12, blank=True)
-    intent = models.CharField(max_length=64, blank=True)
-    confidence = models.FloatField(null=True, blank=True)
-    route_reason = models.JSONField(default=dict, blank=True)
-    model = models.CharField(max_length=120, blank=True)
+    text = models.TextField(blank=True, verbose_name=_("text"))
+    status = models.CharField(max_length=12, choices=Status.choices, verbose_name=_("status"))
+    language = models.CharField(max_length=8, blank=True, verbose_name=_("language"))
+    tier = models.CharField(max_length=12, blank=True, verbose_name=_("tier"))
+    intent = models.CharField(max_length=64, blank=True, verbose_name=_("intent"))
+    confidence = models.FloatField(null=True, blank=True, verbose_name=_("confidence"))
+    route_reason = models.JSONField(default=dict, blank=True, verbose_name=_("route reason"))
+    model = models.CharField(max_length=120, blank=True, verbose_name=_("model"))
     # Bot replies: the gray-release variant ("stable"/"candidate") and the release that
     # served them (releases).
-    variant = models.CharField(max_length=64, blank=True)
+    variant = models.CharField(max_length=64, blank=True, verbose_name=_("variant"))
     release = models.ForeignKey(
-        "releases.Release", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "releases.Release",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("release"),
     )
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    first_chunk_ms = models.FloatField(null=True, blank=True)
-    total_ms = models.FloatField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0, verbose_name=_("prompt tokens"))
+    completion_tokens = models.PositiveIntegerField(default=0, verbose_name=_("completion tokens"))
+    first_chunk_ms = models.FloatField(null=True, blank=True, verbose_name=_("first chunk ms"))
+    total_ms = models.FloatField(null=True, blank=True, verbose_name=_("total ms"))
     # Fallback reason, fact-guard result, citations, error code, ...
-    metadata = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    metadata = models.JSONField(default=dict, blank=True, verbose_name=_("metadata"))
+    created_at = models.DateTimeField(
+        auto_now_add=True, db_index=True, verbose_name=_("created at")
+    )
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
         ordering = ["created_at", "id"]
         constraints = [
             models.UniqueConstraint(
@@ -133,33 +174,48 @@ class Feedback(models.Model):
     """
 
     class Kind(models.TextChoices):
-        THUMB = "thumb", "thumbs up/down on a reply"
-        SCORE = "score", "1-5 for the conversation"
+        THUMB = "thumb", _("thumbs up/down on a reply")
+        SCORE = "score", _("1-5 for the conversation")
 
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="feedback"
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="feedback",
+        verbose_name=_("conversation"),
     )
     message = models.ForeignKey(
-        Message, on_delete=models.CASCADE, related_name="feedback", null=True, blank=True
+        Message,
+        on_delete=models.CASCADE,
+        related_name="feedback",
+        null=True,
+        blank=True,
+        verbose_name=_("message"),
     )
-    kind = models.CharField(max_length=8, choices=Kind.choices)
+    kind = models.CharField(max_length=8, choices=Kind.choices, verbose_name=_("kind"))
     # thumb: 1 up, 0 down; score: 1..5.
-    value = models.PositiveSmallIntegerField()
+    value = models.PositiveSmallIntegerField(verbose_name=_("value"))
     # Counts toward CSAT: thumbs up, or a score of 4 or 5.
-    satisfied = models.BooleanField()
-    tier = models.CharField(max_length=12, blank=True)
-    intent = models.CharField(max_length=64, blank=True)
-    variant = models.CharField(max_length=64, blank=True)
+    satisfied = models.BooleanField(verbose_name=_("satisfied"))
+    tier = models.CharField(max_length=12, blank=True, verbose_name=_("tier"))
+    intent = models.CharField(max_length=64, blank=True, verbose_name=_("intent"))
+    variant = models.CharField(max_length=64, blank=True, verbose_name=_("variant"))
     release = models.ForeignKey(
-        "releases.Release", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "releases.Release",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("release"),
     )
     # The metrics minute it was first counted in (a change adjusts that minute).
-    minute = models.DateTimeField()
-    changes = models.PositiveSmallIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    minute = models.DateTimeField(verbose_name=_("minute"))
+    changes = models.PositiveSmallIntegerField(default=0, verbose_name=_("changes"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("feedback")
+        verbose_name_plural = _("feedbacks")
         ordering = ["-updated_at"]
         constraints = [
             models.UniqueConstraint(
@@ -185,21 +241,35 @@ class BotCheck(models.Model):
     """
 
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="bot_checks"
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="bot_checks",
+        verbose_name=_("conversation"),
     )
     # The stored message when it was allowed; refused messages are not stored.
     message = models.ForeignKey(
-        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        Message,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("message"),
     )
-    client_id = models.CharField(max_length=64, blank=True)
-    action = models.CharField(max_length=20)  # allow | challenge | refuse | refuse_connection
-    reason = models.CharField(max_length=32)
-    score = models.FloatField(null=True, blank=True)
-    signals = models.JSONField(default=list, blank=True)
-    features = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    client_id = models.CharField(max_length=64, blank=True, verbose_name=_("client id"))
+    action = models.CharField(
+        max_length=20, verbose_name=_("action")
+    )  # allow | challenge | refuse | refuse_connection
+    reason = models.CharField(max_length=32, verbose_name=_("reason"))
+    score = models.FloatField(null=True, blank=True, verbose_name=_("score"))
+    signals = models.JSONField(default=list, blank=True, verbose_name=_("signals"))
+    features = models.JSONField(default=dict, blank=True, verbose_name=_("features"))
+    created_at = models.DateTimeField(
+        auto_now_add=True, db_index=True, verbose_name=_("created at")
+    )
 
     class Meta:
+        verbose_name = _("bot check")
+        verbose_name_plural = _("bot checks")
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
@@ -214,15 +284,24 @@ class AgentPresence(models.Model):
     dialogue must know whether anybody can answer before it offers a person."""
 
     class Status(models.TextChoices):
-        ONLINE = "online", "online"
-        AWAY = "away", "away"
+        ONLINE = "online", _("online")
+        AWAY = "away", _("away")
 
     user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="presence"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="presence",
+        verbose_name=_("user"),
     )
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.ONLINE)
-    connections = models.IntegerField(default=0)
-    last_seen = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(
+        max_length=8, choices=Status.choices, default=Status.ONLINE, verbose_name=_("status")
+    )
+    connections = models.IntegerField(default=0, verbose_name=_("connections"))
+    last_seen = models.DateTimeField(null=True, blank=True, verbose_name=_("last seen"))
+
+    class Meta:
+        verbose_name = _("agent presence")
+        verbose_name_plural = _("agent presences")
 
     def __str__(self) -> str:
         return f"{self.user} ({self.status})"

@@ -1,10 +1,11 @@
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
+from django.utils.translation import gettext_lazy as _
 
 
 class DeskConfig(AppConfig):
     name = "desk"
-    verbose_name = "Agent desk"
+    verbose_name = _("Agent desk")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

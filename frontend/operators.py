@@ -69,6 +69,12 @@ def _back(request: HttpRequest) -> HttpResponseRedirect:
     return HttpResponseRedirect(f"{reverse('operators:console')}?hours={hours}")
 
 
+def _labels(series: dict[str, Any]) -> dict[str, str]:
+    """Legend text for series whose names are msgids (gettext_noop at their source);
+    variant and tier names are not in the catalogue and stay as they are."""
+    return {name: _(name) for name in series}
+
+
 def _charts(board: Any) -> list[Any]:
     c = board.charts
     return [
@@ -116,6 +122,7 @@ def _charts(board: Any) -> list[Any]:
             title=_("Cumulative cost vs all-L3 baseline"),
             fmt=fmt_usd,
             chart_id="chart-cost",
+            labels=_labels(c["cost"]),
         ),
     ]
 
@@ -126,6 +133,7 @@ def _handoff(hours: int) -> dict[str, Any]:
     since = until - timedelta(hours=hours)
     f = handoff_figures(since=since)
     series = handoff_series(since=since, until=until)
+    rate, first = "intervention rate", "first human reply (min)"
     return {
         "rows": [
             (_("Conversations"), str(f.conversations)),
@@ -139,17 +147,19 @@ def _handoff(hours: int) -> dict[str, Any]:
         ],
         "charts": [
             line_chart(
-                {"intervention rate": series["intervention rate"]},
+                {rate: series[rate]},
                 title=_("Human intervention rate"),
                 fmt=fmt_pct,
                 chart_id="chart-handoff-rate",
+                labels={rate: _(rate)},
                 y_max=1.0,
             ),
             line_chart(
-                {"first human reply (min)": series["first human reply (min)"]},
+                {first: series[first]},
                 title=_("Time to first human reply (min)"),
                 fmt=fmt_minutes,
                 chart_id="chart-handoff-first-reply",
+                labels={first: _(first)},
             ),
         ],
     }

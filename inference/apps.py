@@ -2,11 +2,12 @@ import importlib.util
 import sys
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class InferenceConfig(AppConfig):
     name = "inference"
-    verbose_name = "Inference"
+    verbose_name = _("Inference")
 
     def ready(self) -> None:
         from django.core.signals import setting_changed

@@ -63,7 +63,7 @@ class ChunkInline(admin.TabularInline):
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # chunks come from ingestion only
 
-    @admin.display(description="text")
+    @admin.display(description=_("text"))
     def preview(self, obj: Chunk) -> str:
         return obj.text[:400] + ("…" if len(obj.text) > 400 else "")
 
@@ -121,7 +121,7 @@ class DocumentAdmin(admin.ModelAdmin):
     inlines = [ChunkInline]
     actions = ["reingest"]
 
-    @admin.display(description="status", ordering="status")
+    @admin.display(description=_("status"), ordering="status")
     def status_badge(self, obj: Document) -> str:
         colour: str = {
             Document.Status.READY: "#2e7d32",
@@ -133,7 +133,7 @@ class DocumentAdmin(admin.ModelAdmin):
             '<span style="color:{}" title="{}">{}</span>', colour, title, obj.get_status_display()
         )
 
-    @admin.display(description="progress")
+    @admin.display(description=_("progress"))
     def progress(self, obj: Document) -> str:
         if obj.status == Document.Status.READY:
             return "done"
@@ -141,7 +141,7 @@ class DocumentAdmin(admin.ModelAdmin):
             return "—"
         return f"{obj.progress_done}/{obj.progress_total}"
 
-    @admin.display(description="answer cards")
+    @admin.display(description=_("answer cards"))
     def answer_cards(self, obj: Document) -> str:
         # From the article to its cards: after an edit, the ones to review again.
         if obj.pk is None:
@@ -174,7 +174,7 @@ class DocumentAdmin(admin.ModelAdmin):
         for document_id in list(queryset.values_list("pk", flat=True)):
             services.document_delete(document_id=document_id)
 
-    @admin.action(description="Re-ingest selected documents")
+    @admin.action(description=_("Re-ingest selected documents"))
     def reingest(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         count = services.document_reingest(document_ids=list(queryset.values_list("pk", flat=True)))
         self.message_user(request, f"Queued {count} document(s) for ingestion.", messages.SUCCESS)
@@ -205,7 +205,7 @@ class DocumentAdmin(admin.ModelAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": "Try a question",
+            "title": _("Try a question"),
             "form": form,
             "result": result,
             "min_similarity": settings.TIERDESK_KB_MIN_SIMILARITY,
@@ -233,9 +233,9 @@ class AnswerCardForm(forms.ModelForm):
     """Phrasings one per line; the answer is checked against its section on save."""
 
     questions_text = forms.CharField(
-        label="Questions",
+        label=_("Questions"),
         widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
-        help_text="One way a shopper might ask, a line each.",
+        help_text=_("One way a shopper might ask, a line each."),
     )
 
     class Meta:
@@ -344,15 +344,15 @@ class AnswerCardAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # cards come from articles: edit the article to add a section
 
-    @admin.display(description="question")
+    @admin.display(description=_("question"))
     def first_question(self, obj: AnswerCard) -> str:
         return obj.questions[0] if obj.questions else obj.heading
 
-    @admin.display(description="answer")
+    @admin.display(description=_("answer"))
     def answer_preview(self, obj: AnswerCard) -> str:
         return obj.answer if len(obj.answer) <= 120 else obj.answer[:119] + "…"
 
-    @admin.display(description="status", ordering="status")
+    @admin.display(description=_("status"), ordering="status")
     def status_badge(self, obj: AnswerCard) -> str:
         colours = {
             "approved": "#1a7f37",
@@ -364,17 +364,17 @@ class AnswerCardAdmin(admin.ModelAdmin):
             '<b style="color:{}">{}</b>', colours.get(obj.status, "#000"), obj.get_status_display()
         )
 
-    @admin.display(description="backed by the article")
+    @admin.display(description=_("backed by the article"))
     def check_badge(self, obj: AnswerCard) -> str:
         return "yes" if obj.entailed else "NO"
 
-    @admin.display(description="section of the article")
+    @admin.display(description=_("section of the article"))
     def section(self, obj: AnswerCard) -> str:
         return format_html(
             '<div style="max-width:60em;white-space:pre-wrap">{}</div>', obj.section_text
         )
 
-    @admin.display(description="backed by the section")
+    @admin.display(description=_("backed by the section"))
     def check_result(self, obj: AnswerCard) -> str:
         claims = obj.verdict.get("claims", [])
         if not claims:
@@ -393,7 +393,7 @@ class AnswerCardAdmin(admin.ModelAdmin):
         )
         return format_html('<ul class="card-claims">{}</ul>', rows)
 
-    @admin.display(description="section, old → new")
+    @admin.display(description=_("section, old → new"))
     def changes(self, obj: AnswerCard) -> str:
         if not obj.previous_section_text:
             return "-"
@@ -427,15 +427,15 @@ class AnswerCardAdmin(admin.ModelAdmin):
             return
         self.message_user(request, f"{n} card(s) {done}.")
 
-    @admin.action(description="Approve: shoppers get these answers")
+    @admin.action(description=_("Approve: shoppers get these answers"))
     def approve(self, request: HttpRequest, queryset: QuerySet[AnswerCard]) -> None:
         self._review(request, queryset, AnswerCard.Status.APPROVED, "approved")
 
-    @admin.action(description="Reject")
+    @admin.action(description=_("Reject"))
     def reject(self, request: HttpRequest, queryset: QuerySet[AnswerCard]) -> None:
         self._review(request, queryset, AnswerCard.Status.REJECTED, "rejected")
 
-    @admin.action(description="Send back to draft")
+    @admin.action(description=_("Send back to draft"))
     def back_to_draft(self, request: HttpRequest, queryset: QuerySet[AnswerCard]) -> None:
         self._review(request, queryset, AnswerCard.Status.DRAFT, "sent back to draft")
 
@@ -470,7 +470,7 @@ class DeletedSeedDocumentAdmin(admin.ModelAdmin):
         # ("Delete selected deleted demo articles"): Restore is the one clear way.
         return False
 
-    @admin.action(description="Restore the selected demo articles")
+    @admin.action(description=_("Restore the selected demo articles"))
     def restore(self, request: HttpRequest, queryset: QuerySet[DeletedSeedDocument]) -> None:
         from .seed import knowledge_seed, synonyms_seed
 

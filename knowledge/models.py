@@ -12,17 +12,19 @@ from pathlib import Path
 
 import numpy as np
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class KnowledgeBaseVersion(models.Model):
     """A single row; bumped (in the same transaction) by every change that alters
     what retrieval can return: an ingestion that finished, a deletion."""
 
-    version = models.PositiveBigIntegerField(default=0)
-    updated_at = models.DateTimeField(auto_now=True)
+    version = models.PositiveBigIntegerField(default=0, verbose_name=_("version"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
-        verbose_name = "knowledge-base version"
+        verbose_name_plural = _("knowledge-base versions")
+        verbose_name = _("knowledge-base version")
 
     def __str__(self) -> str:
         return f"knowledge base v{self.version}"
@@ -34,13 +36,14 @@ class DeletedSeedDocument(models.Model):
     again answer from a policy the shop removed (a false statement to shoppers).
     Deleting this row lets the next seed restore the article."""
 
-    seed_key = models.CharField(max_length=80, unique=True)
-    title = models.CharField(max_length=200, blank=True)
-    deleted_at = models.DateTimeField(auto_now_add=True)
+    seed_key = models.CharField(max_length=80, unique=True, verbose_name=_("seed key"))
+    title = models.CharField(max_length=200, blank=True, verbose_name=_("title"))
+    deleted_at = models.DateTimeField(auto_now_add=True, verbose_name=_("deleted at"))
 
     class Meta:
+        verbose_name_plural = _("deleted demo articles")
         ordering = ["-deleted_at"]
-        verbose_name = "deleted demo article"
+        verbose_name = _("deleted demo article")
 
     def __str__(self) -> str:
         return self.title or self.seed_key
@@ -48,57 +51,75 @@ class DeletedSeedDocument(models.Model):
 
 class Document(models.Model):
     class Status(models.TextChoices):
-        PENDING = "pending", "pending"
-        INGESTING = "ingesting", "ingesting"
-        READY = "ready", "ready"
-        FAILED = "failed", "failed"
+        PENDING = "pending", _("pending")
+        INGESTING = "ingesting", _("ingesting")
+        READY = "ready", _("ready")
+        FAILED = "failed", _("failed")
 
     class Format(models.TextChoices):
-        TEXT = "text", "plain text"
-        MARKDOWN = "markdown", "Markdown"
-        HTML = "html", "HTML"
-        PDF = "pdf", "PDF"
+        TEXT = "text", _("plain text")
+        MARKDOWN = "markdown", _("Markdown")
+        HTML = "html", _("HTML")
+        PDF = "pdf", _("PDF")
 
     class Language(models.TextChoices):
-        EN = "en", "English"
-        ZH = "zh", "Chinese"
+        EN = "en", _("English")
+        ZH = "zh", _("Chinese")
 
-    title = models.CharField(max_length=200)
-    language = models.CharField(max_length=8, choices=Language.choices, default=Language.EN)
+    title = models.CharField(max_length=200, verbose_name=_("title"))
+    language = models.CharField(
+        max_length=8, choices=Language.choices, default=Language.EN, verbose_name=_("language")
+    )
     # Either an uploaded file or pasted text; the format says how to parse it.
-    file = models.FileField(upload_to="knowledge/%Y/%m/", blank=True)
-    text = models.TextField(blank=True, help_text="Pasted text (used when no file is uploaded).")
-    source_format = models.CharField(max_length=16, choices=Format.choices, default=Format.TEXT)
+    file = models.FileField(upload_to="knowledge/%Y/%m/", blank=True, verbose_name=_("file"))
+    text = models.TextField(
+        blank=True,
+        help_text=_("Pasted text (used when no file is uploaded)."),
+        verbose_name=_("text"),
+    )
+    source_format = models.CharField(
+        max_length=16, choices=Format.choices, default=Format.TEXT, verbose_name=_("source format")
+    )
     # Where the content came from (a URL, a file in third_party/...): shown to admins.
-    origin = models.CharField(max_length=300, blank=True)
+    origin = models.CharField(max_length=300, blank=True, verbose_name=_("origin"))
     # Stable key for documents the demo seed owns, so re-seeding never duplicates.
-    seed_key = models.CharField(max_length=80, blank=True, null=True, unique=True)
+    seed_key = models.CharField(
+        max_length=80, blank=True, null=True, unique=True, verbose_name=_("seed key")
+    )
 
     # sha256 of title, language, format and content: ingestion skips a document whose
     # chunks were already built from exactly this hash.
-    content_hash = models.CharField(max_length=64, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True, verbose_name=_("content hash"))
     # Bumped whenever content_hash changes (an edit), so a stale task can tell.
-    version = models.PositiveIntegerField(default=1)
-    ingested_hash = models.CharField(max_length=64, blank=True)
-    ingested_version = models.PositiveIntegerField(default=0)
+    version = models.PositiveIntegerField(default=1, verbose_name=_("version"))
+    ingested_hash = models.CharField(max_length=64, blank=True, verbose_name=_("ingested hash"))
+    ingested_version = models.PositiveIntegerField(default=0, verbose_name=_("ingested version"))
 
     status = models.CharField(
-        max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True
+        max_length=16,
+        choices=Status.choices,
+        default=Status.PENDING,
+        db_index=True,
+        verbose_name=_("status"),
     )
-    error = models.TextField(blank=True)
-    progress_done = models.PositiveIntegerField(default=0)
-    progress_total = models.PositiveIntegerField(default=0)
-    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, verbose_name=_("error"))
+    progress_done = models.PositiveIntegerField(default=0, verbose_name=_("progress done"))
+    progress_total = models.PositiveIntegerField(default=0, verbose_name=_("progress total"))
+    attempts = models.PositiveIntegerField(default=0, verbose_name=_("attempts"))
 
-    summary = models.TextField(blank=True)
-    summary_embedding = models.BinaryField(null=True, blank=True, editable=False)
-    chunk_count = models.PositiveIntegerField(default=0)
+    summary = models.TextField(blank=True, verbose_name=_("summary"))
+    summary_embedding = models.BinaryField(
+        null=True, blank=True, editable=False, verbose_name=_("summary embedding")
+    )
+    chunk_count = models.PositiveIntegerField(default=0, verbose_name=_("chunk count"))
 
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-    ingested_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
+    ingested_at = models.DateTimeField(null=True, blank=True, verbose_name=_("ingested at"))
 
     class Meta:
+        verbose_name = _("document")
+        verbose_name_plural = _("documents")
         ordering = ["title"]
         indexes = [models.Index(fields=["language", "status"])]
 
@@ -122,24 +143,30 @@ class Document(models.Model):
 
 
 class Chunk(models.Model):
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
-    position = models.PositiveIntegerField()
+    document = models.ForeignKey(
+        Document, on_delete=models.CASCADE, related_name="chunks", verbose_name=_("document")
+    )
+    position = models.PositiveIntegerField(verbose_name=_("position"))
     # Where in the document the chunk is: "returns-policy" (a heading), "p3" (a PDF
     # page) or "s2" (a section of plain text); "#<position>" is appended when a
     # section has several chunks. Citations link to it.
-    anchor = models.CharField(max_length=160)
-    heading = models.CharField(max_length=200, blank=True)
-    text = models.TextField()
-    token_count = models.PositiveIntegerField(default=0)
+    anchor = models.CharField(max_length=160, verbose_name=_("anchor"))
+    heading = models.CharField(max_length=200, blank=True, verbose_name=_("heading"))
+    text = models.TextField(verbose_name=_("text"))
+    token_count = models.PositiveIntegerField(default=0, verbose_name=_("token count"))
     # float32, L2-normalised, little-endian: portable across SQLite and PostgreSQL.
-    embedding = models.BinaryField()
+    embedding = models.BinaryField(verbose_name=_("embedding"))
     # The same text by the multilingual embedder (knowledge/multilingual.py), for the
     # languages it is configured for; empty elsewhere and for chunks ingested before it.
-    embedding_multilingual = models.BinaryField(null=True, blank=True, editable=False)
+    embedding_multilingual = models.BinaryField(
+        null=True, blank=True, editable=False, verbose_name=_("embedding multilingual")
+    )
     # The document content the chunk was built from.
-    content_hash = models.CharField(max_length=64)
+    content_hash = models.CharField(max_length=64, verbose_name=_("content hash"))
 
     class Meta:
+        verbose_name = _("chunk")
+        verbose_name_plural = _("chunks")
         ordering = ["document_id", "position"]
         constraints = [
             # Retries and re-deliveries can never leave two chunks in one place.
@@ -164,42 +191,59 @@ class AnswerCard(models.Model):
     if the shop turns ``TIERDESK_KB_SERVE_DRAFTS`` on)."""
 
     class Status(models.TextChoices):
-        DRAFT = "draft", "draft: awaiting review"
-        APPROVED = "approved", "approved"
-        REJECTED = "rejected", "rejected"
-        STALE = "stale", "article changed: review again"
+        DRAFT = "draft", _("draft: awaiting review")
+        APPROVED = "approved", _("approved")
+        REJECTED = "rejected", _("rejected")
+        STALE = "stale", _("article changed: review again")
 
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="cards")
-    language = models.CharField(max_length=8, default="en")
+    document = models.ForeignKey(
+        Document, on_delete=models.CASCADE, related_name="cards", verbose_name=_("document")
+    )
+    language = models.CharField(max_length=8, default="en", verbose_name=_("language"))
     # The section the card answers from (Chunk.anchor without the "#n" suffix).
-    anchor = models.CharField(max_length=160)
-    heading = models.CharField(max_length=200, blank=True)
+    anchor = models.CharField(max_length=160, verbose_name=_("anchor"))
+    heading = models.CharField(max_length=200, blank=True, verbose_name=_("heading"))
     # The section's text when the card was drafted, and before the last change (diff).
-    section_text = models.TextField()
-    section_hash = models.CharField(max_length=64, db_index=True)
-    previous_section_text = models.TextField(blank=True)
-    previous_answer = models.TextField(blank=True)
+    section_text = models.TextField(verbose_name=_("section text"))
+    section_hash = models.CharField(max_length=64, db_index=True, verbose_name=_("section hash"))
+    previous_section_text = models.TextField(blank=True, verbose_name=_("previous section text"))
+    previous_answer = models.TextField(blank=True, verbose_name=_("previous answer"))
 
-    questions = models.JSONField(default=list, help_text="One phrasing a line.")
-    answer = models.TextField()
+    questions = models.JSONField(
+        default=list, help_text=_("One phrasing a line."), verbose_name=_("questions")
+    )
+    answer = models.TextField(verbose_name=_("answer"))
     status = models.CharField(
-        max_length=16, choices=Status.choices, default=Status.DRAFT, db_index=True
+        max_length=16,
+        choices=Status.choices,
+        default=Status.DRAFT,
+        db_index=True,
+        verbose_name=_("status"),
     )
     # What wrote it ("model:<id>" or "extractive") and the entailment check's verdict
     # on its answer against the section ({"entailed": bool, "claims": [...]}).
-    drafted_by = models.CharField(max_length=120, blank=True)
-    verdict = models.JSONField(default=dict, blank=True)
+    drafted_by = models.CharField(max_length=120, blank=True, verbose_name=_("drafted by"))
+    verdict = models.JSONField(default=dict, blank=True, verbose_name=_("verdict"))
     # float32 (n_questions x dim), L2-normalised: the phrasings' embeddings.
-    embedding = models.BinaryField(null=True, blank=True, editable=False)
+    embedding = models.BinaryField(
+        null=True, blank=True, editable=False, verbose_name=_("embedding")
+    )
 
     reviewed_by = models.ForeignKey(
-        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "auth.User",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("reviewed by"),
     )
-    reviewed_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("reviewed at"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("answer card")
+        verbose_name_plural = _("answer cards")
         ordering = ["document_id", "anchor"]
         indexes = [models.Index(fields=["status", "language"])]
         constraints = [

@@ -8,6 +8,8 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from releases.models import GuardrailDecision, Release, ReleaseEvent
 from routing.admin_base import AuditAdmin
@@ -20,7 +22,7 @@ from routing.admin_base import AuditAdmin
 class ReleaseForm(forms.ModelForm):
     reason = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="Why: kept in the release's audit trail.",
+        help_text=_("Why: kept in the release's audit trail."),
     )
 
     class Meta:
@@ -69,15 +71,20 @@ class ReleaseAdmin(admin.ModelAdmin):
         if obj is None:
             return []
         if obj.status != Release.Status.DRAFT:
-            return ["name", "description", "config", *self.state_fields]
+            return ["name", "description_shown", "config", *self.state_fields]
         return ["name", *self.state_fields]
 
     def get_fields(self, request: HttpRequest, obj: Release | None = None) -> Any:
         if obj is None:
             return ["name", "description", "config", "reason"]
         if obj.status != Release.Status.DRAFT:
-            return ["name", "description", "config", *self.state_fields]
+            return ["name", "description_shown", "config", *self.state_fields]
         return ["name", "description", "config", "reason", *self.state_fields]
+
+    @admin.display(description=_("description"))
+    def description_shown(self, obj: Release) -> str:
+        # A release the system wrote (the baseline) stores its description as a msgid.
+        return gettext(obj.description) if obj.description else ""
 
     def has_delete_permission(self, request: HttpRequest, obj: Release | None = None) -> bool:
         # Only an unused draft: a release that ran keeps its audit trail and metrics.

@@ -1,10 +1,11 @@
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
+from django.utils.translation import gettext_lazy as _
 
 
 class ReleasesConfig(AppConfig):
     name = "releases"
-    verbose_name = "Gray release"
+    verbose_name = _("Gray release")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db.models import Q
+from django.utils.translation import gettext_noop
 
 from .config import ReleaseConfig, config_parse
 from .models import CANDIDATE, STABLE, Release
@@ -97,6 +98,11 @@ def release_assign(*, session: str) -> Assignment:
     return Assignment(stable.pk, stable.name, STABLE, None, _config(stable))
 
 
+# Stored in the row in English (the msgid); the console and the admin translate it
+# where they show it.
+BASELINE_DESCRIPTION = gettext_noop("The settings as deployed (created automatically).")
+
+
 def baseline_ensure() -> Release:
     """The stable release when none exists yet: the process settings, as they are."""
     from django.db import IntegrityError, transaction
@@ -106,7 +112,7 @@ def baseline_ensure() -> Release:
             release, _ = Release.objects.get_or_create(
                 name=BASELINE_NAME,
                 defaults={
-                    "description": "The settings as deployed (created automatically).",
+                    "description": BASELINE_DESCRIPTION,
                     "status": Release.Status.PROMOTED,
                     "is_stable": True,
                     "weight": 100,

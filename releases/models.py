@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 STABLE, CANDIDATE = "stable", "candidate"
 VARIANT_CHOICES = [(STABLE, "stable"), (CANDIDATE, "candidate")]
@@ -19,39 +20,48 @@ class Release(models.Model):
     clicking at once can't break them."""
 
     class Status(models.TextChoices):
-        DRAFT = "draft", "draft"
-        RUNNING = "running", "running"
-        FROZEN = "frozen", "frozen"
-        ROLLED_BACK = "rolled_back", "rolled back"
-        PROMOTED = "promoted", "promoted"
+        DRAFT = "draft", _("draft")
+        RUNNING = "running", _("running")
+        FROZEN = "frozen", _("frozen")
+        ROLLED_BACK = "rolled_back", _("rolled back")
+        PROMOTED = "promoted", _("promoted")
 
-    name = models.SlugField(max_length=64, unique=True)
-    description = models.TextField(blank=True)
+    name = models.SlugField(max_length=64, unique=True, verbose_name=_("name"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
     # Typed and validated by releases.config.config_parse.
-    config = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
-    is_stable = models.BooleanField(default=False)
+    config = models.JSONField(default=dict, blank=True, verbose_name=_("config"))
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.DRAFT, verbose_name=_("status")
+    )
+    is_stable = models.BooleanField(default=False, verbose_name=_("is stable"))
     # The candidate's share of sessions, in percent (buckets 0..weight-1).
-    weight = models.PositiveSmallIntegerField(default=0)
-    max_weight = models.PositiveSmallIntegerField(default=50)
+    weight = models.PositiveSmallIntegerField(default=0, verbose_name=_("weight"))
+    max_weight = models.PositiveSmallIntegerField(default=50, verbose_name=_("max weight"))
     # Paused: the schedule stops raising the weight; guardrails keep watching.
-    paused = models.BooleanField(default=False)
-    started_at = models.DateTimeField(null=True, blank=True)
-    last_step_at = models.DateTimeField(null=True, blank=True)
+    paused = models.BooleanField(default=False, verbose_name=_("paused"))
+    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    last_step_at = models.DateTimeField(null=True, blank=True, verbose_name=_("last step at"))
     # When the candidate reached max_weight (promotion waits a hold time after it).
-    at_max_since = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    at_max_since = models.DateTimeField(null=True, blank=True, verbose_name=_("at max since"))
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
     # The longest per-check strong-evidence streak (GuardrailDecision.numbers["streaks"];
     # TIERDESK_RELEASE_BREACHES_TO_ROLLBACK of them roll back), or 1 while a breach waits
     # for its confirmation on later data (numbers["waiting"]). Display only: not read back.
-    breach_streak = models.PositiveSmallIntegerField(default=0)
+    breach_streak = models.PositiveSmallIntegerField(default=0, verbose_name=_("breach streak"))
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("created by"),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("release")
+        verbose_name_plural = _("releases")
         ordering = ["-created_at", "-id"]
         constraints = [
             models.UniqueConstraint(
@@ -78,19 +88,28 @@ class Release(models.Model):
 class ReleaseEvent(models.Model):
     """The audit trail: who changed what, when, and why. Never edited or deleted."""
 
-    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="events")
-    at = models.DateTimeField(db_index=True)
-    # A username, or "system:schedule" / "system:guardrail".
-    actor = models.CharField(max_length=150)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    release = models.ForeignKey(
+        Release, on_delete=models.CASCADE, related_name="events", verbose_name=_("release")
     )
-    action = models.CharField(max_length=32)
-    reason = models.TextField()
-    before = models.JSONField(default=dict, blank=True)
-    after = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(db_index=True, verbose_name=_("at"))
+    # A username, or "system:schedule" / "system:guardrail".
+    actor = models.CharField(max_length=150, verbose_name=_("actor"))
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("user"),
+    )
+    action = models.CharField(max_length=32, verbose_name=_("action"))
+    reason = models.TextField(verbose_name=_("reason"))
+    before = models.JSONField(default=dict, blank=True, verbose_name=_("before"))
+    after = models.JSONField(default=dict, blank=True, verbose_name=_("after"))
 
     class Meta:
+        verbose_name = _("release event")
+        verbose_name_plural = _("release events")
         ordering = ["-at", "-id"]
 
     def __str__(self) -> str:
@@ -101,21 +120,27 @@ class GuardrailDecision(models.Model):
     """One evaluation of the candidate against the stable release, with its numbers."""
 
     class Outcome(models.TextChoices):
-        INSUFFICIENT = "insufficient", "not enough data"
-        PASS = "pass", "within limits"
-        BREACH = "breach", "breach (watching)"
-        ROLLBACK = "rollback", "frozen and rolled back"
-        PROMOTE = "promote", "promoted"
+        INSUFFICIENT = "insufficient", _("not enough data")
+        PASS = "pass", _("within limits")
+        BREACH = "breach", _("breach (watching)")
+        ROLLBACK = "rollback", _("frozen and rolled back")
+        PROMOTE = "promote", _("promoted")
 
-    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="decisions")
-    stable = models.ForeignKey(Release, null=True, on_delete=models.SET_NULL, related_name="+")
-    at = models.DateTimeField(db_index=True)
-    outcome = models.CharField(max_length=16, choices=Outcome.choices)
-    summary = models.TextField()
+    release = models.ForeignKey(
+        Release, on_delete=models.CASCADE, related_name="decisions", verbose_name=_("release")
+    )
+    stable = models.ForeignKey(
+        Release, null=True, on_delete=models.SET_NULL, related_name="+", verbose_name=_("stable")
+    )
+    at = models.DateTimeField(db_index=True, verbose_name=_("at"))
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, verbose_name=_("outcome"))
+    summary = models.TextField(verbose_name=_("summary"))
     # {"latency": {...}, "errors": {...}, "csat": {...}, "weight": n, "settings": {...}}
-    numbers = models.JSONField(default=dict)
+    numbers = models.JSONField(default=dict, verbose_name=_("numbers"))
 
     class Meta:
+        verbose_name = _("guardrail decision")
+        verbose_name_plural = _("guardrail decisions")
         ordering = ["-at", "-id"]
 
     def __str__(self) -> str:
@@ -128,31 +153,37 @@ class MetricMinute(models.Model):
     releases.metrics.LATENCY_BOUNDS_MS) so windows merge into exact-enough
     percentiles without keeping every reply."""
 
-    minute = models.DateTimeField()
-    release = models.ForeignKey(Release, null=True, on_delete=models.CASCADE, related_name="+")
-    variant = models.CharField(max_length=16, choices=VARIANT_CHOICES)
-    tier = models.CharField(max_length=12)
-    replies = models.PositiveIntegerField(default=0)
-    errors = models.PositiveIntegerField(default=0)
-    fallbacks = models.PositiveIntegerField(default=0)
-    handoffs = models.PositiveIntegerField(default=0)
-    prompt_tokens = models.PositiveBigIntegerField(default=0)
-    completion_tokens = models.PositiveBigIntegerField(default=0)
+    minute = models.DateTimeField(verbose_name=_("minute"))
+    release = models.ForeignKey(
+        Release, null=True, on_delete=models.CASCADE, related_name="+", verbose_name=_("release")
+    )
+    variant = models.CharField(max_length=16, choices=VARIANT_CHOICES, verbose_name=_("variant"))
+    tier = models.CharField(max_length=12, verbose_name=_("tier"))
+    replies = models.PositiveIntegerField(default=0, verbose_name=_("replies"))
+    errors = models.PositiveIntegerField(default=0, verbose_name=_("errors"))
+    fallbacks = models.PositiveIntegerField(default=0, verbose_name=_("fallbacks"))
+    handoffs = models.PositiveIntegerField(default=0, verbose_name=_("handoffs"))
+    prompt_tokens = models.PositiveBigIntegerField(default=0, verbose_name=_("prompt tokens"))
+    completion_tokens = models.PositiveBigIntegerField(
+        default=0, verbose_name=_("completion tokens")
+    )
     # Modelled cost (settings TIERDESK_MODEL_PRICES) and what the same replies would
     # have cost on the L3 model: the all-L3 baseline.
-    cost = models.FloatField(default=0.0)
-    baseline_cost = models.FloatField(default=0.0)
-    latency_count = models.PositiveIntegerField(default=0)
-    latency_sum_ms = models.FloatField(default=0.0)
-    latency_hist = models.JSONField(default=list)
-    ratings = models.PositiveIntegerField(default=0)
-    satisfied = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(default=0.0, verbose_name=_("cost"))
+    baseline_cost = models.FloatField(default=0.0, verbose_name=_("baseline cost"))
+    latency_count = models.PositiveIntegerField(default=0, verbose_name=_("latency count"))
+    latency_sum_ms = models.FloatField(default=0.0, verbose_name=_("latency sum ms"))
+    latency_hist = models.JSONField(default=list, verbose_name=_("latency hist"))
+    ratings = models.PositiveIntegerField(default=0, verbose_name=_("ratings"))
+    satisfied = models.PositiveIntegerField(default=0, verbose_name=_("satisfied"))
     # Replies that planned a model, and those of them that degraded (admission control:
     # the tier's text that needs no model went out; inference.admission).
-    model_turns = models.PositiveIntegerField(default=0)
-    degraded = models.PositiveIntegerField(default=0)
+    model_turns = models.PositiveIntegerField(default=0, verbose_name=_("model turns"))
+    degraded = models.PositiveIntegerField(default=0, verbose_name=_("degraded"))
 
     class Meta:
+        verbose_name = _("metric minute")
+        verbose_name_plural = _("metric minutes")
         ordering = ["minute"]
         constraints = [
             models.UniqueConstraint(

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Q
+from django.utils.translation import gettext_noop
 
 from .metrics import Window
 from .models import GuardrailDecision, MetricMinute, Release, ReleaseEvent
@@ -127,6 +128,10 @@ def dashboard(*, until: datetime, hours: int, points: int = 48) -> Dashboard:
         "share_variant": series(variant_buckets, share),
         "p95_tier": series(tier_buckets, lambda w, i: w.p(0.95)),
         "share_tier": series(tier_buckets, share),
-        "cost": {"actual (modelled)": cumulative_cost, "all-L3 baseline": cumulative_base},
+        # Series names are msgids: the console shows them translated.
+        "cost": {
+            gettext_noop("actual (modelled)"): cumulative_cost,
+            gettext_noop("all-L3 baseline"): cumulative_base,
+        },
     }
     return board

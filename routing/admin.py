@@ -13,6 +13,7 @@ from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
+from django.utils.translation import gettext_lazy as _
 
 from routing.admin_base import ReadOnlyAdmin
 from routing.interchange import Plan
@@ -33,7 +34,7 @@ IMPORT_MAX_BYTES = 5 * 1024 * 1024
 
 
 class IntentImportForm(forms.Form):
-    file = forms.FileField(required=False, help_text="CSV, JSON or Rasa nlu.yml (UTF-8)")
+    file = forms.FileField(required=False, help_text=_("CSV, JSON or Rasa nlu.yml (UTF-8)"))
     content = forms.CharField(required=False, widget=forms.HiddenInput)
     filename = forms.CharField(required=False, widget=forms.HiddenInput)
     format = forms.ChoiceField(
@@ -42,18 +43,18 @@ class IntentImportForm(forms.Form):
     language = forms.ChoiceField(
         choices=[("auto", "detect per text"), ("en", "English"), ("zh", "Chinese")],
         initial="auto",
-        help_text="for rows that don't say",
+        help_text=_("for rows that don't say"),
     )
     default_tier = forms.ChoiceField(
         choices=[("", "—"), *[(t, t) for t in TIERS]],
         required=False,
-        help_text="for new intents the file gives no tier",
+        help_text=_("for new intents the file gives no tier"),
     )
     replace = forms.BooleanField(
-        required=False, help_text="the file's intents keep only the file's examples"
+        required=False, help_text=_("the file's intents keep only the file's examples")
     )
     disable_missing = forms.BooleanField(
-        required=False, help_text="disable intents that have examples but aren't in the file"
+        required=False, help_text=_("disable intents that have examples but aren't in the file")
     )
 
     def raw(self) -> tuple[bytes, str]:
@@ -267,11 +268,11 @@ class IntentAdmin(admin.ModelAdmin):
         )
         return back
 
-    @admin.display(description="EN examples", ordering="_en")
+    @admin.display(description=_("EN examples"), ordering="_en")
     def en_examples(self, obj: Intent) -> int:
         return getattr(obj, "_en", 0)
 
-    @admin.display(description="ZH examples", ordering="_zh")
+    @admin.display(description=_("ZH examples"), ordering="_zh")
     def zh_examples(self, obj: Intent) -> int:
         return getattr(obj, "_zh", 0)
 
@@ -291,8 +292,8 @@ class RuleAdmin(admin.ModelAdmin):
     search_fields = ["name", "pattern"]
     fieldsets = [
         (None, {"fields": ["name", "kind", "intent", "tier", "priority", "languages", "enabled"]}),
-        ("Regex rule", {"fields": ["pattern", "min_matches"]}),
-        ("Keyword-density rule", {"fields": ["keywords", "min_density"]}),
+        (_("Regex rule"), {"fields": ["pattern", "min_matches"]}),
+        (_("Keyword-density rule"), {"fields": ["keywords", "min_density"]}),
     ]
 
 

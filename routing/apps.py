@@ -1,6 +1,7 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class RoutingConfig(AppConfig):
     name = "routing"
-    verbose_name = "Routing"
+    verbose_name = _("Routing")

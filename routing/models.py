@@ -14,31 +14,36 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
+from django.utils.translation import gettext_lazy as _
 
 from routing.types import CLARIFY, L1, L2, L3
 
 TIER_CHOICES = [
-    (L1, "L1 fast (templated)"),
-    (L2, "L2 knowledge (RAG)"),
-    (L3, "L3 large model"),
-    (CLARIFY, "Ask a clarifying question"),
+    (L1, _("L1 fast (templated)")),
+    (L2, _("L2 knowledge (RAG)")),
+    (L3, _("L3 large model")),
+    (CLARIFY, _("Ask a clarifying question")),
 ]
-LANGUAGE_CHOICES = [("en", "English"), ("zh", "Chinese")]
+LANGUAGE_CHOICES = [("en", _("English")), ("zh", _("Chinese"))]
 LANGUAGES = ("en", "zh")
 
 
 class Intent(models.Model):
-    name = models.SlugField(max_length=64, unique=True)
-    tier = models.CharField(max_length=16, choices=TIER_CHOICES)
-    description = models.TextField(blank=True)
+    name = models.SlugField(max_length=64, unique=True, verbose_name=_("name"))
+    tier = models.CharField(max_length=16, choices=TIER_CHOICES, verbose_name=_("tier"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
     # Disabling an intent removes it from the classifier and disables its rules,
     # without losing its utterances and templates.
-    enabled = models.BooleanField(default=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    enabled = models.BooleanField(default=True, verbose_name=_("enabled"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
     # See Rule.seed_hash.
-    seed_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
+    seed_hash = models.CharField(
+        max_length=64, blank=True, default="", editable=False, verbose_name=_("seed hash")
+    )
 
     class Meta:
+        verbose_name = _("intent")
+        verbose_name_plural = _("intents")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -46,11 +51,15 @@ class Intent(models.Model):
 
 
 class Utterance(models.Model):
-    intent = models.ForeignKey(Intent, on_delete=models.CASCADE, related_name="utterances")
-    language = models.CharField(max_length=8, choices=LANGUAGE_CHOICES)
-    text = models.CharField(max_length=500)
+    intent = models.ForeignKey(
+        Intent, on_delete=models.CASCADE, related_name="utterances", verbose_name=_("intent")
+    )
+    language = models.CharField(max_length=8, choices=LANGUAGE_CHOICES, verbose_name=_("language"))
+    text = models.CharField(max_length=500, verbose_name=_("text"))
 
     class Meta:
+        verbose_name = _("utterance")
+        verbose_name_plural = _("utterances")
         ordering = ["intent_id", "language", "id"]
         constraints = [
             # A duplicate would only re-weight the classifier silently.
@@ -64,14 +73,24 @@ class Utterance(models.Model):
 
 
 class ReplyTemplate(models.Model):
-    intent = models.ForeignKey(Intent, on_delete=models.CASCADE, related_name="templates")
-    key = models.SlugField(max_length=64, help_text='e.g. "default", "pending", "confirm".')
-    language = models.CharField(max_length=8, choices=LANGUAGE_CHOICES)
-    text = models.TextField(help_text="str.format placeholders, e.g. {order_id} {status}.")
+    intent = models.ForeignKey(
+        Intent, on_delete=models.CASCADE, related_name="templates", verbose_name=_("intent")
+    )
+    key = models.SlugField(
+        max_length=64, help_text=_('e.g. "default", "pending", "confirm".'), verbose_name=_("key")
+    )
+    language = models.CharField(max_length=8, choices=LANGUAGE_CHOICES, verbose_name=_("language"))
+    text = models.TextField(
+        help_text=_("str.format placeholders, e.g. {order_id} {status}."), verbose_name=_("text")
+    )
     # See Rule.seed_hash.
-    seed_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
+    seed_hash = models.CharField(
+        max_length=64, blank=True, default="", editable=False, verbose_name=_("seed hash")
+    )
 
     class Meta:
+        verbose_name = _("reply template")
+        verbose_name_plural = _("reply templates")
         ordering = ["intent_id", "key", "language"]
         constraints = [
             models.UniqueConstraint(
@@ -93,12 +112,18 @@ class ReplyTemplate(models.Model):
 class SlotPattern(models.Model):
     name = models.SlugField(
         max_length=64,
-        help_text='Slot name, e.g. "order_id", "email", "zip". order_id, email and zip values '
-        "are normalised in code (order ids become #W1234567).",
+        help_text=_(
+            'Slot name, e.g. "order_id", "email", "zip". order_id, email and zip values '
+            "are normalised in code (order ids become #W1234567)."
+        ),
+        verbose_name=_("name"),
     )
     regex = models.TextField(
-        help_text="Python regex, matched case-insensitively. A named group (?P<value>...) "
-        "picks the value; otherwise the whole match is used."
+        help_text=_(
+            "Python regex, matched case-insensitively. A named group (?P<value>...) "
+            "picks the value; otherwise the whole match is used."
+        ),
+        verbose_name=_("regex"),
     )
     intent = models.ForeignKey(
         Intent,
@@ -106,13 +131,18 @@ class SlotPattern(models.Model):
         null=True,
         blank=True,
         related_name="slot_patterns",
-        help_text="Only extract for this intent; empty means every message.",
+        help_text=_("Only extract for this intent; empty means every message."),
+        verbose_name=_("intent"),
     )
-    enabled = models.BooleanField(default=True)
+    enabled = models.BooleanField(default=True, verbose_name=_("enabled"))
     # See Rule.seed_hash.
-    seed_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
+    seed_hash = models.CharField(
+        max_length=64, blank=True, default="", editable=False, verbose_name=_("seed hash")
+    )
 
     class Meta:
+        verbose_name = _("slot pattern")
+        verbose_name_plural = _("slot patterns")
         ordering = ["name", "id"]
 
     def __str__(self) -> str:
@@ -125,44 +155,67 @@ class SlotPattern(models.Model):
 class Rule(models.Model):
     KIND_REGEX = "regex"
     KIND_KEYWORDS = "keywords"
-    KIND_CHOICES = [(KIND_REGEX, "Regular expression"), (KIND_KEYWORDS, "Keyword density")]
+    KIND_CHOICES = [(KIND_REGEX, _("Regular expression")), (KIND_KEYWORDS, _("Keyword density"))]
 
-    name = models.SlugField(max_length=64, unique=True)
-    kind = models.CharField(max_length=16, choices=KIND_CHOICES)
+    name = models.SlugField(max_length=64, unique=True, verbose_name=_("name"))
+    kind = models.CharField(max_length=16, choices=KIND_CHOICES, verbose_name=_("kind"))
     pattern = models.TextField(
         blank=True,
-        help_text="regex rules: Python regex on the normalised (lower-case, NFKC) message.",
+        help_text=_("regex rules: Python regex on the normalised (lower-case, NFKC) message."),
+        verbose_name=_("pattern"),
     )
     keywords = models.JSONField(
         default=list,
         blank=True,
-        help_text='keyword rules: JSON list, e.g. ["unacceptable", "投诉"].',
+        help_text=_('keyword rules: JSON list, e.g. ["unacceptable", "投诉"].'),
+        verbose_name=_("keywords"),
     )
     min_density = models.FloatField(
         default=0.0,
-        help_text="keyword rules: fires when keywords cover at least this share of the "
-        "message's tokens (a token is a word or one Chinese character).",
+        help_text=_(
+            "keyword rules: fires when keywords cover at least this share of the "
+            "message's tokens (a token is a word or one Chinese character)."
+        ),
+        verbose_name=_("min density"),
     )
     min_matches = models.PositiveSmallIntegerField(
         default=1,
-        help_text="regex rules: fires when the pattern matches at least this many times "
-        "(2 with a question-clause pattern means several questions in one message).",
+        help_text=_(
+            "regex rules: fires when the pattern matches at least this many times "
+            "(2 with a question-clause pattern means several questions in one message)."
+        ),
+        verbose_name=_("min matches"),
     )
     tier = models.CharField(
-        max_length=16, choices=TIER_CHOICES, blank=True, help_text="Empty: the intent's tier."
+        max_length=16,
+        choices=TIER_CHOICES,
+        blank=True,
+        help_text=_("Empty: the intent's tier."),
+        verbose_name=_("tier"),
     )
-    intent = models.ForeignKey(Intent, on_delete=models.CASCADE, related_name="rules")
-    priority = models.IntegerField(default=100, help_text="Lower runs first; first match wins.")
+    intent = models.ForeignKey(
+        Intent, on_delete=models.CASCADE, related_name="rules", verbose_name=_("intent")
+    )
+    priority = models.IntegerField(
+        default=100, help_text=_("Lower runs first; first match wins."), verbose_name=_("priority")
+    )
     languages = models.JSONField(
-        default=list, blank=True, help_text='e.g. ["en"]; empty means every language.'
+        default=list,
+        blank=True,
+        help_text=_('e.g. ["en"]; empty means every language.'),
+        verbose_name=_("languages"),
     )
-    enabled = models.BooleanField(default=True)
+    enabled = models.BooleanField(default=True, verbose_name=_("enabled"))
     # The seed this row came from (routing/seed.py): a hash of the values the seed
     # wrote, so an upgrade can tell an untouched row (updated to the new seed) from one
     # a support admin edited (kept). Empty: not seeded, or seeded before this existed.
-    seed_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
+    seed_hash = models.CharField(
+        max_length=64, blank=True, default="", editable=False, verbose_name=_("seed hash")
+    )
 
     class Meta:
+        verbose_name = _("rule")
+        verbose_name_plural = _("rules")
         ordering = ["priority", "name"]
 
     def __str__(self) -> str:
@@ -200,9 +253,13 @@ class RouterVersion(models.Model):
     version number can never be mistaken for the data a process already trained on.
     """
 
-    version = models.PositiveBigIntegerField(default=0)
-    stamp = models.UUIDField(default=uuid.uuid4)
-    changed_at = models.DateTimeField(auto_now=True)
+    version = models.PositiveBigIntegerField(default=0, verbose_name=_("version"))
+    stamp = models.UUIDField(default=uuid.uuid4, verbose_name=_("stamp"))
+    changed_at = models.DateTimeField(auto_now=True, verbose_name=_("changed at"))
+
+    class Meta:
+        verbose_name = _("router version")
+        verbose_name_plural = _("router versions")
 
     def __str__(self) -> str:
         return f"router v{self.version}"
@@ -219,25 +276,33 @@ class ClassifierModel(models.Model):
     not bump the version it was trained for).
     """
 
-    data_hash = models.CharField(max_length=64, unique=True)
+    data_hash = models.CharField(max_length=64, unique=True, verbose_name=_("data hash"))
     router_version = models.PositiveBigIntegerField(
-        help_text="The latest router version this model was confirmed for."
+        help_text=_("The latest router version this model was confirmed for."),
+        verbose_name=_("router version"),
     )
-    sample_count = models.PositiveIntegerField()
-    intent_count = models.PositiveSmallIntegerField()
-    train_seconds = models.FloatField(help_text="Wall time of the training run.")
-    trained_at = models.DateTimeField()
+    sample_count = models.PositiveIntegerField(verbose_name=_("sample count"))
+    intent_count = models.PositiveSmallIntegerField(verbose_name=_("intent count"))
+    train_seconds = models.FloatField(
+        help_text=_("Wall time of the training run."), verbose_name=_("train seconds")
+    )
+    trained_at = models.DateTimeField(verbose_name=_("trained at"))
     trained_by = models.CharField(
-        max_length=128, blank=True, help_text='"celery:<hostname>" or "process:<pid>".'
+        max_length=128,
+        blank=True,
+        help_text=_('"celery:<hostname>" or "process:<pid>".'),
+        verbose_name=_("trained by"),
     )
     # A model pickled by one scikit-learn must not be loaded by another.
-    sklearn_version = models.CharField(max_length=32)
-    size_bytes = models.PositiveIntegerField()
+    sklearn_version = models.CharField(max_length=32, verbose_name=_("sklearn version"))
+    size_bytes = models.PositiveIntegerField(verbose_name=_("size bytes"))
     # zlib-compressed pickle of routing.classifier.TrainedClassifier. Only Tierdesk's
     # own code writes this column; never load a blob from elsewhere.
-    blob = models.BinaryField()
+    blob = models.BinaryField(verbose_name=_("blob"))
 
     class Meta:
+        verbose_name = _("classifier model")
+        verbose_name_plural = _("classifier models")
         ordering = ["-router_version", "-id"]
 
     def __str__(self) -> str:
@@ -261,16 +326,20 @@ class RetrainRun(models.Model):
     STATUS_CHOICES = [(s, s) for s in (QUEUED, TRAINING, DONE, UNCHANGED, SUPERSEDED, FAILED)]
     FINISHED = (DONE, UNCHANGED, SUPERSEDED, FAILED)
 
-    router_version = models.PositiveBigIntegerField(unique=True)
-    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=QUEUED)
-    stage = models.CharField(max_length=200, blank=True)
-    progress = models.FloatField(default=0.0, help_text="0 to 1")
-    queued_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    result = models.JSONField(default=dict, blank=True)
+    router_version = models.PositiveBigIntegerField(unique=True, verbose_name=_("router version"))
+    status = models.CharField(
+        max_length=16, choices=STATUS_CHOICES, default=QUEUED, verbose_name=_("status")
+    )
+    stage = models.CharField(max_length=200, blank=True, verbose_name=_("stage"))
+    progress = models.FloatField(default=0.0, help_text=_("0 to 1"), verbose_name=_("progress"))
+    queued_at = models.DateTimeField(auto_now_add=True, verbose_name=_("queued at"))
+    started_at = models.DateTimeField(null=True, blank=True, verbose_name=_("started at"))
+    finished_at = models.DateTimeField(null=True, blank=True, verbose_name=_("finished at"))
+    result = models.JSONField(default=dict, blank=True, verbose_name=_("result"))
 
     class Meta:
+        verbose_name = _("retrain run")
+        verbose_name_plural = _("retrain runs")
         ordering = ["-router_version"]
 
     def __str__(self) -> str:
@@ -285,15 +354,22 @@ class OutOfScopePoint(models.Model):
     TIERDESK_ROUTER_CLARIFY_THRESHOLD setting does. Saving one bumps RouterVersion,
     so every process applies it within seconds (no retraining: the data are the same)."""
 
-    threshold = models.FloatField(help_text="0 to 1: the clarify threshold on the top probability")
+    threshold = models.FloatField(
+        help_text=_("0 to 1: the clarify threshold on the top probability"),
+        verbose_name=_("threshold"),
+    )
     # What the curve promised at this point when it was chosen (held-out examples and
     # off-topic text of the model then in use), for the record.
-    in_scope_accuracy = models.FloatField(null=True, blank=True)
-    oos_recall = models.FloatField(null=True, blank=True)
-    chosen_by = models.CharField(max_length=150, blank=True)
-    chosen_at = models.DateTimeField(auto_now_add=True)
+    in_scope_accuracy = models.FloatField(
+        null=True, blank=True, verbose_name=_("in scope accuracy")
+    )
+    oos_recall = models.FloatField(null=True, blank=True, verbose_name=_("oos recall"))
+    chosen_by = models.CharField(max_length=150, blank=True, verbose_name=_("chosen by"))
+    chosen_at = models.DateTimeField(auto_now_add=True, verbose_name=_("chosen at"))
 
     class Meta:
+        verbose_name = _("out of scope point")
+        verbose_name_plural = _("out of scope points")
         ordering = ["-chosen_at", "-id"]
 
     def __str__(self) -> str:

@@ -1,10 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class OrdersConfig(AppConfig):
     name = "chatbot.orders"
     label = "orders"
-    verbose_name = "Demo shop orders"
+    verbose_name = _("Demo shop orders")
 
     def ready(self) -> None:
         from django.test.signals import setting_changed

@@ -2,6 +2,8 @@
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
+  // The page's language (Django sets <html lang> from the agent's browser): strings.js.
+  const S = window.DESK_STRINGS[document.documentElement.lang.startsWith("zh") ? "zh" : "en"];
   const me = document.body.dataset.agent;
   let ws = null;
   let inbox = { queue: [], mine: [], tickets: [], agents: [] };
@@ -23,9 +25,9 @@
     toast.timer = setTimeout(() => (t.hidden = true), 4000);
   }
   function wait(s) {
-    if (s < 60) return `${s}s`;
-    if (s < 3600) return `${Math.floor(s / 60)} min`;
-    return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+    if (s < 60) return S.seconds(s);
+    if (s < 3600) return S.minutes(Math.floor(s / 60));
+    return S.hours(Math.floor(s / 3600), Math.floor((s % 3600) / 60));
   }
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -34,24 +36,24 @@
     return e;
   }
   function roleLabel(m) {
-    if (m.role === "user") return "Shopper";
-    if (m.role === "agent") return m.agent || "Agent";
-    return `Bot${m.tier ? " · " + m.tier : ""}`;
+    if (m.role === "user") return S.shopper;
+    if (m.role === "agent") return m.agent || S.agent;
+    return `${S.bot}${m.tier ? " · " + m.tier : ""}`;
   }
 
   function connect() {
     const proto = location.protocol === "https:" ? "wss" : "ws";
     ws = new WebSocket(`${proto}://${location.host}/ws/desk/`);
-    $("conn").textContent = "connecting…";
+    $("conn").textContent = S.connecting;
     ws.onopen = () => {
       retry = 500;
-      $("conn").textContent = "live";
+      $("conn").textContent = S.live;
       $("conn").className = "conn live";
       send({ type: "presence", status: $("presence").value });
       if (current) send({ type: "open", conversation: current.id });
     };
     ws.onclose = (e) => {
-      $("conn").textContent = e.code === 4403 ? "not allowed" : "reconnecting…";
+      $("conn").textContent = e.code === 4403 ? S.notAllowed : S.reconnecting;
       $("conn").className = "conn down";
       if (e.code === 4403) return;
       setTimeout(connect, retry);
@@ -82,21 +84,21 @@
     li.dataset.id = conv.id;
     const head = el("div", "item-head");
     head.append(
-      el("strong", "", conv.customer_id || "anonymous shopper"),
-      el("span", "wait", mine ? "yours" : `waiting ${wait(conv.wait_s)}`),
+      el("strong", "", conv.customer_id || S.anonymous),
+      el("span", "wait", mine ? S.yours : S.waiting(wait(conv.wait_s))),
     );
     const meta = el("div", "meta");
     meta.append(
       el("span", "tag", conv.language.toUpperCase()),
       ...conv.tiers.map((t) => el("span", "tag tier", t)),
     );
-    if (conv.identity !== "none") meta.append(el("span", "tag ok", "verified"));
+    if (conv.identity !== "none") meta.append(el("span", "tag ok", S.verified));
     if (conv.vip) meta.append(el("span", "tag vip", "VIP"));
     const last = el("div", "last");
-    for (const m of conv.last) last.append(el("p", m.role, `${m.role === "user" ? "Shopper" : m.role === "agent" ? "Agent" : "Bot"}: ${m.text}`));
+    for (const m of conv.last) last.append(el("p", m.role, `${m.role === "user" ? S.shopper : m.role === "agent" ? S.agent : S.bot}: ${m.text}`));
     li.append(head, meta, last);
     if (!mine) {
-      const b = el("button", "primary small claim", "Claim");
+      const b = el("button", "primary small claim", S.claim);
       b.onclick = (e) => { e.stopPropagation(); send({ type: "claim", conversation: conv.id }); };
       li.append(b);
     }
@@ -118,11 +120,11 @@
     $("mine-count").textContent = inbox.mine.length;
     $("ticket-count").textContent = inbox.tickets.length;
     $("queue-empty").hidden = inbox.queue.length > 0;
-    document.title = inbox.queue.length ? `(${inbox.queue.length}) Tierdesk desk` : "Tierdesk desk";
+    document.title = inbox.queue.length ? S.titleWaiting(inbox.queue.length) : S.title;
     const sel = $("transfer-to");
     const others = inbox.agents.filter((a) => a.name !== me);
     sel.replaceChildren(...others.map((a) => {
-      const o = el("option", "", `${a.name}${a.online ? "" : " (offline)"}`);
+      const o = el("option", "", a.online ? a.name : S.offline(a.name));
       o.value = a.id;
       return o;
     }));
@@ -146,7 +148,7 @@
     $("resolve").hidden = !mine;
     $("reply-text").disabled = !mine;
     $("send").disabled = !mine;
-    $("reply-text").placeholder = mine ? "Write to the shopper (Enter sends, Shift+Enter for a new line)" : "Claim the conversation to reply";
+    $("reply-text").placeholder = mine ? S.writeHint : S.claimToReply;
   }
 
   function markTaken() {
@@ -155,7 +157,7 @@
     $("resolve").hidden = true;
     $("reply-text").disabled = true;
     $("send").disabled = true;
-    $("reply-text").placeholder = "Another agent has this conversation.";
+    $("reply-text").placeholder = S.takenByOther;
   }
 
   function openConversation(f) {
@@ -165,14 +167,14 @@
     $("placeholder").hidden = true;
     $("ticket").hidden = true;
     $("conversation").hidden = false;
-    $("conv-title").textContent = `${f.customer ? f.customer.name || f.customer.customer_id : "Anonymous shopper"} · ${f.language.toUpperCase()}`;
+    $("conv-title").textContent = `${f.customer ? f.customer.name || f.customer.customer_id : S.anonymousTitle} · ${f.language.toUpperCase()}`;
     $("messages").replaceChildren();
     for (const m of f.messages) drawMessage(m);
     $("notes").replaceChildren();
     for (const n of f.notes) drawNote(n);
     drawCustomer(f.customer);
     const canned = $("canned");
-    canned.replaceChildren(el("option", "", "Canned replies…"));
+    canned.replaceChildren(el("option", "", S.cannedPick));
     canned.firstChild.value = "";
     // One group per topic; an entry shows the reply's opening words, its title the whole.
     const groups = new Map();
@@ -207,7 +209,7 @@
       drawMessage(f);
       if (f.role === "user") $("typing").hidden = true;
     } else if (f.role === "user") {
-      toast("New message from a shopper");
+      toast(S.newMessage);
     }
   }
 
@@ -219,7 +221,7 @@
 
   function drawNote(n) {
     const li = el("li", "note");
-    li.append(el("span", "who", n.author || "note"), el("p", "", n.text));
+    li.append(el("span", "who", n.author || S.note), el("p", "", n.text));
     $("notes").append(li);
   }
 
@@ -227,47 +229,47 @@
     const box = $("customer");
     box.replaceChildren();
     if (!c) {
-      box.append(el("p", "empty", "Not verified: the shopper hasn't proved who they are. Ask for the order email before sharing order details."));
+      box.append(el("p", "empty", S.notVerified));
       return;
     }
     const dl = el("dl");
     const row = (k, v) => dl.append(el("dt", "", k), el("dd", "", v));
-    if (c.name) row("Name", c.name);
-    row("Customer", c.customer_id);
-    if (c.email) row("Email", c.email);
-    if (c.verified_by) row("Verified by", c.verified_by.replace("_", " "));
-    if (c.vip) row("VIP", "yes");
+    if (c.name) row(S.name, c.name);
+    row(S.customer, c.customer_id);
+    if (c.email) row(S.email, c.email);
+    if (c.verified_by) row(S.verifiedBy, c.verified_by.replace("_", " "));
+    if (c.vip) row(S.vip, S.yes);
     box.append(dl);
-    if (c.error) box.append(el("p", "empty", `Orders unavailable (${c.error}).`));
+    if (c.error) box.append(el("p", "empty", S.ordersUnavailable(c.error)));
     const orders = el("table", "orders");
     const head = el("tr");
-    for (const h of ["Order", "Status", "Total", "Placed"]) head.append(el("th", "", h));
+    for (const h of S.orderColumns) head.append(el("th", "", h));
     orders.append(head);
     for (const o of c.orders || []) {
       const tr = el("tr");
       tr.append(el("td", "", o.order_id), el("td", "", o.status), el("td", "", `$${o.total}`), el("td", "", o.placed_on));
       orders.append(tr);
     }
-    box.append(el("h3", "", `Orders (${(c.orders || []).length})`), orders);
+    box.append(el("h3", "", S.orders((c.orders || []).length)), orders);
   }
 
   function onResult(f) {
     if (f.action === "claim" && !f.ok) {
-      toast("Another agent claimed this conversation first.");
+      toast(S.claimedByOther);
       if (current && current.id === f.conversation) markTaken();
     } else if (f.action === "claim" && f.ok) {
-      toast("Claimed: the bot is silent now; you answer.");
+      toast(S.claimed);
     } else if (f.action === "resolve" && f.ok) {
-      toast("Resolved: the bot answers this shopper again.");
+      toast(S.resolved);
       if (current && current.id === f.conversation) {
         current.status = "resolved";
         markTaken();
-        $("reply-text").placeholder = "Resolved. The bot answers again.";
+        $("reply-text").placeholder = S.resolvedHint;
       }
     } else if (f.action === "transfer") {
-      toast(f.ok ? "Transferred." : `Not transferred (${f.reason}).`);
+      toast(f.ok ? S.transferred : S.notTransferred(f.reason));
     } else if (f.action === "ticket_answer") {
-      toast(f.ok ? "Answer emailed to the shopper." : "Someone answered this ticket already.");
+      toast(f.ok ? S.emailed : S.ticketTaken);
       if (f.ok) { currentTicket = null; $("ticket").hidden = true; $("placeholder").hidden = false; }
     }
   }
@@ -278,7 +280,7 @@
     $("conversation").hidden = true;
     $("placeholder").hidden = true;
     $("ticket").hidden = false;
-    $("ticket-title").textContent = `Ticket from ${tk.email}`;
+    $("ticket-title").textContent = S.ticketFrom(tk.email);
     $("ticket-question").textContent = tk.question;
     drawCustomer(null);
     $("notes").replaceChildren();
@@ -312,7 +314,7 @@
   // Inserted text goes into the reply box for the agent to edit; nothing is sent by itself.
   function insert(text) {
     const box = $("reply-text");
-    if (box.disabled) { toast("Claim the conversation to reply."); return; }
+    if (box.disabled) { toast(S.claimFirst); return; }
     box.value = box.value ? `${box.value.trimEnd()}\n${text}` : text;
     box.focus();
   }
@@ -321,14 +323,14 @@
     list.replaceChildren();
     const add = (title, text) => {
       const li = el("li", "kb-item");
-      const b = el("button", "small", "Insert");
+      const b = el("button", "small", S.insert);
       b.onclick = () => insert(text);
       li.append(el("strong", "", title), el("p", "", text.length > 220 ? `${text.slice(0, 220)}…` : text), b);
       list.append(li);
     };
-    for (const c of f.cards) add(`Approved answer · ${c.heading || c.anchor}`, c.answer);
+    for (const c of f.cards) add(S.approvedAnswer(c.heading || c.anchor), c.answer);
     for (const p of f.passages) add(`${p.title} § ${p.anchor}`, p.text);
-    if (!f.cards.length && !f.passages.length) list.append(el("li", "empty", `Nothing found for “${f.query}”.`));
+    if (!f.cards.length && !f.passages.length) list.append(el("li", "empty", S.nothingFound(f.query)));
   }
   $("canned-form").onsubmit = (e) => {
     e.preventDefault();

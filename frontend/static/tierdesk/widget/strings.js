@@ -72,8 +72,9 @@ export const STRINGS = {
     busy: (n) => `\u5f53\u524d\u54a8\u8be2\u4eba\u6570\u8f83\u591a\uff0c\u60a8\u6392\u5728\u7b2c ${n} \u4f4d\u3002\u6d88\u606f\u5df2\u4fdd\u5b58\uff0c\u5c06\u6309\u987a\u5e8f\u56de\u590d\u3002`,
     busyLoad: "\u5f53\u524d\u54a8\u8be2\u4eba\u6570\u8f83\u591a\uff0c\u60a8\u7684\u6d88\u606f\u5df2\u4fdd\u5b58\uff0c\u7a0d\u540e\u5373\u56de\u590d\u3002",
     confirmHuman: "\u786e\u8ba4\u53d1\u9001",
-    yes: "\u786e\u8ba4",
-    no: "\u4e0d\u7528", // "no need"; the word for "cancel" would read as a new request
+    // The words the bot's questions ask for: "（是 / 否）", 回复“是”…回复“否” (reply templates).
+    yes: "\u662f",
+    no: "\u5426",
     tiers: { L1: "\u5feb\u901f", L2: "\u77e5\u8bc6\u5e93", L3: "\u4e13\u5bb6", clarify: "\u6f84\u6e05" },
     sources: (n) => `\u6765\u6e90\uff08${n}\uff09`,
     tip: (f) =>
