@@ -538,6 +538,27 @@ ZH = {
     "Internal note": "内部备注",
     "Add a note for the team": "给团队添加备注",
     "Add": "添加",
+    # the console's confirmation page and its outcome messages (frontend/operators.py)
+    "start": "启动",
+    "pause": "暂停",
+    "resume": "恢复",
+    "promote": "晋升",
+    "rollback": "回滚",
+    "Start %(name)s as the candidate at %(start)s%% of sessions, then +%(step)s%% every %(interval)s minutes up to %(max)s%%, watched by the guardrails.": "以 %(start)s%% 的会话启动候选版 %(name)s，之后每 %(interval)s 分钟 +%(step)s%%，最多到 %(max)s%%，全程由护栏监控。",
+    "%(name)s stays at %(weight)s%%: nothing moves.": "%(name)s 保持在 %(weight)s%%：没有会话变动。",
+    "Set %(name)s from %(before)s%% to %(after)s%%: buckets %(first)s-%(last)s (%(share)s%% of sessions) move to the candidate. Every other session keeps its variant.": "将 %(name)s 从 %(before)s%% 调到 %(after)s%%：分桶 %(first)s-%(last)s（%(share)s%% 的会话）改用候选版。其余会话保持原版本。",
+    "Set %(name)s from %(before)s%% to %(after)s%%: buckets %(first)s-%(last)s (%(share)s%% of sessions) move back to the stable release. Every other session keeps its variant.": "将 %(name)s 从 %(before)s%% 调到 %(after)s%%：分桶 %(first)s-%(last)s（%(share)s%% 的会话）回到稳定版。其余会话保持原版本。",
+    "Pause the schedule of %(name)s at %(weight)s%%. The guardrails keep watching.": "在 %(weight)s%% 暂停 %(name)s 的计划。护栏继续监控。",
+    "Resume the schedule of %(name)s; the next step is one interval away.": "恢复 %(name)s 的计划；下一次调整在一个间隔之后。",
+    "Promote %(name)s: it becomes the stable release for every session.": "晋升 %(name)s：它将成为所有会话的稳定版。",
+    "Roll back %(name)s: every session returns to the stable release.": "回滚 %(name)s：所有会话回到稳定版。",
+    "%(name)s is running at %(weight)s%%.": "%(name)s 正以 %(weight)s%% 运行。",
+    "%(name)s is at %(weight)s%%.": "%(name)s 现为 %(weight)s%%。",
+    "%(name)s is paused.": "%(name)s 已暂停。",
+    "%(name)s resumed.": "%(name)s 已恢复。",
+    "%(name)s is the stable release now.": "%(name)s 现在是稳定版。",
+    "%(name)s was rolled back.": "%(name)s 已回滚。",
+    "%(weight)s%% is above this release's maximum of %(max)s%% (TIERDESK_RELEASE_MAX_WEIGHT): nothing changed. To serve every session, promote the candidate.": "%(weight)s%% 超过此发布版本的上限 %(max)s%%（TIERDESK_RELEASE_MAX_WEIGHT）：未作任何更改。要服务全部会话，请晋升候选版。",
 }
 
 

@@ -132,7 +132,7 @@ def zh_client(db: None) -> Client:
     return client
 
 
-def console_data(clock: FakeClock, user: Any) -> None:
+def console_data(clock: FakeClock, user: Any) -> Release:
     """A running candidate with replies on both variants and tiers, and handed-off
     conversations in the window, so every console chart draws its legend."""
     from chatbot.models import Conversation
@@ -154,6 +154,7 @@ def console_data(clock: FakeClock, user: Any) -> None:
             handoff_queued_at=at,
             handoff_first_reply_at=at + timedelta(minutes=2),
         )
+    return release
 
 
 def test_the_console_in_chinese_has_no_english_ui_string(
@@ -168,6 +169,27 @@ def test_the_console_in_chinese_has_no_english_ui_string(
     assert html.count('class="legend"') >= 9, "some console chart drew no legend"
     bad = untranslated(html, db_values())
     assert not bad, "English on the zh console:\n" + "\n".join(bad)
+
+
+def test_the_consoles_confirmation_and_outcome_in_chinese(
+    zh_client: Client,
+    release_clock: FakeClock,  # noqa: F811
+) -> None:
+    release = console_data(release_clock, get_user_model().objects.get(username="boss"))
+    url = f"/operators/releases/{release.pk}/"
+    data = db_values()
+    for action, form in (("weight", {"weight": "20"}), ("pause", {}), ("weight", {"weight": 90})):
+        post = {"reason": "检查", "hours": "6", **form}
+        confirm = zh_client.post(url + action, post, headers=ZH, follow=True)
+        html = confirm.content.decode()
+        assert confirm.status_code == 200 and '<html lang="zh-hans"' in html
+        bad = untranslated(html, data)
+        assert not bad, f"English on the zh {action} confirmation:\n" + "\n".join(bad)
+    done = zh_client.post(
+        url + "pause", {"reason": "检查", "confirmed": "on"}, headers=ZH, follow=True
+    )
+    assert "已暂停" in done.content.decode()
+    assert not untranslated(done.content.decode(), data)
 
 
 def test_the_scan_reports_english_and_lets_data_and_tokens_through() -> None:
