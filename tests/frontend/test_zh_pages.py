@@ -19,6 +19,7 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.db import models
 from django.test import Client
+from django.urls import reverse
 
 from releases import services
 from releases.assignment import BASELINE_DESCRIPTION
@@ -35,7 +36,7 @@ WORD = re.compile(r"\b[A-Za-z]{2,}\b")
 TOKENS = re.compile(
     r"\b(Tierdesk|CSAT|p50|p95|L1|L2|L3|USD|JSON|VIP|ID|URL|HTTP|HTTPS|HTML|PDF|Markdown|"
     r"UTC|SKU|Redis|PostgreSQL|Prometheus|GGUF|ONNX|HS256|JWT|base64url|WebSocket|AND|OR|"
-    r"min|ms|EN|ZH|en|zh|zh-hans|Django)\b"
+    r"min|ms|EN|ZH|en|zh|zh-hans|Django|[\w-]+\.(?:yml|yaml|json|csv|md|py|js|html))\b"
 )
 # Django's own admin strings that its zh-hans catalogue does not translate (not ours to patch).
 DJANGO_OWN = {"Add link", "Change or view list link", "Model name", "Skip to main content"}
@@ -201,6 +202,9 @@ def test_the_scan_reports_english_and_lets_data_and_tokens_through() -> None:
     assert untranslated(html, ["Gift cards never expire"]) == ["Try a question", "all-L3 baseline"]
 
 
+STANDARD_VIEWS = ("_changelist", "_add", "_history", "_delete", "_change", "_autocomplete")
+
+
 def admin_urls() -> list[str]:
     """The admin index, and per registered model of ours its list and one change page
     (the add page when there is no row)."""
@@ -216,6 +220,12 @@ def admin_urls() -> list[str]:
             urls.append(f"{base}{obj.pk}/change/")
         elif model_admin.has_add_permission(_Request()):  # type: ignore[arg-type]
             urls.append(f"{base}add/")
+        # The model's own admin pages without a parameter (import, try a question, ...).
+        for pattern in model_admin.get_urls():
+            name = getattr(pattern, "name", None) or ""
+            route = str(pattern.pattern)
+            if name and "<" not in route and not name.endswith(STANDARD_VIEWS):
+                urls.append(reverse(f"admin:{name}"))
     return urls
 
 
@@ -237,6 +247,8 @@ def test_the_admin_in_chinese_has_no_english_ui_string(
     found: dict[str, str] = {}  # each English string, and the first page showing it
     for url in admin_urls():
         page = zh_client.get(url, headers=ZH)
+        if page.status_code in (302, 405):  # a POST endpoint (choosing the out-of-scope point)
+            continue
         assert page.status_code == 200, url
         for text in untranslated(page.content.decode(), data):
             found.setdefault(text, url)
