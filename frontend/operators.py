@@ -25,6 +25,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 from django.views.decorators.http import require_GET, require_POST
 
 from chatbot.handoff import handoff_figures, handoff_series
@@ -37,7 +38,15 @@ from releases.selectors import dashboard, release_overview
 
 from .charts import fmt_minutes, fmt_ms, fmt_pct, fmt_usd, line_chart
 
-ACTIONS = ("start", "weight", "pause", "resume", "promote", "rollback")
+# msgids too: the confirmation page names the action in the operator's language.
+ACTIONS = (
+    gettext_noop("start"),
+    gettext_noop("weight"),
+    gettext_noop("pause"),
+    gettext_noop("resume"),
+    gettext_noop("promote"),
+    gettext_noop("rollback"),
+)
 HOURS_CHOICES = (1, 6, 24, 72, 168)
 
 
@@ -241,29 +250,61 @@ def _effect(release: Release, action: str, weight: int | None) -> str:
     """What the action will do, in the words the confirmation page shows."""
     s = settings
     if action == "start":
-        return (
-            f"Start {release.name} as the candidate at {s.TIERDESK_RELEASE_START_WEIGHT}% of "
-            f"sessions, then +{s.TIERDESK_RELEASE_STEP_PCT}% every "
-            f"{s.TIERDESK_RELEASE_STEP_INTERVAL_MIN} minutes up to "
-            f"{s.TIERDESK_RELEASE_MAX_WEIGHT}%, watched by the guardrails."
-        )
+        return _(
+            "Start %(name)s as the candidate at %(start)s%% of sessions, then +%(step)s%% "
+            "every %(interval)s minutes up to %(max)s%%, watched by the guardrails."
+        ) % {
+            "name": release.name,
+            "start": s.TIERDESK_RELEASE_START_WEIGHT,
+            "step": s.TIERDESK_RELEASE_STEP_PCT,
+            "interval": s.TIERDESK_RELEASE_STEP_INTERVAL_MIN,
+            "max": s.TIERDESK_RELEASE_MAX_WEIGHT,
+        }
     if action == "weight" and weight is not None:
         moved = buckets_moved(before=release.weight, after=weight)
         if not len(moved):
-            return f"{release.name} stays at {weight}%: nothing moves."
-        direction = "to the candidate" if weight > release.weight else "back to the stable release"
+            return _("%(name)s stays at %(weight)s%%: nothing moves.") % {
+                "name": release.name,
+                "weight": weight,
+            }
+        params = {
+            "name": release.name,
+            "before": release.weight,
+            "after": weight,
+            "first": moved.start,
+            "last": moved.stop - 1,
+            "share": len(moved),
+        }
+        if weight > release.weight:
+            return (
+                _(
+                    "Set %(name)s from %(before)s%% to %(after)s%%: buckets %(first)s-%(last)s "
+                    "(%(share)s%% of sessions) move to the candidate. Every other session "
+                    "keeps its variant."
+                )
+                % params
+            )
         return (
-            f"Set {release.name} from {release.weight}% to {weight}%: buckets "
-            f"{moved.start}-{moved.stop - 1} ({len(moved)}% of sessions) move {direction}. "
-            "Every other session keeps its variant."
+            _(
+                "Set %(name)s from %(before)s%% to %(after)s%%: buckets %(first)s-%(last)s "
+                "(%(share)s%% of sessions) move back to the stable release. Every other "
+                "session keeps its variant."
+            )
+            % params
         )
-    return {
-        "pause": f"Pause the schedule of {release.name} at {release.weight}%. "
-        "The guardrails keep watching.",
-        "resume": f"Resume the schedule of {release.name}; the next step is one interval away.",
-        "promote": f"Promote {release.name}: it becomes the stable release for every session.",
-        "rollback": f"Roll back {release.name}: every session returns to the stable release.",
-    }.get(action, action)
+    params = {"name": release.name, "weight": release.weight}
+    if action == "pause":
+        return (
+            _("Pause the schedule of %(name)s at %(weight)s%%. The guardrails keep watching.")
+            % params
+        )
+    if action == "resume":
+        return _("Resume the schedule of %(name)s; the next step is one interval away.") % params
+    if action == "promote":
+        return _("Promote %(name)s: it becomes the stable release for every session.") % params
+    if action == "rollback":
+        return _("Roll back %(name)s: every session returns to the stable release.") % params
+    return action
 
 
 def _run(
@@ -272,20 +313,24 @@ def _run(
     kwargs: dict[str, Any] = {"release_id": release.pk, "user": request.user, "reason": reason}
     if action == "start":
         done = releases.release_start(**kwargs)
-        return f"{done.name} is running at {done.weight}%."
+        return _("%(name)s is running at %(weight)s%%.") % {
+            "name": done.name,
+            "weight": done.weight,
+        }
     if action == "weight":
         if weight is None:
             raise releases.ReleaseError("give the new weight")
         done = releases.release_weight_set(weight=weight, **kwargs)
-        return f"{done.name} is at {done.weight}%."
+        return _("%(name)s is at %(weight)s%%.") % {"name": done.name, "weight": done.weight}
     if action == "pause":
-        return f"{releases.release_pause(**kwargs).name} is paused."
+        return _("%(name)s is paused.") % {"name": releases.release_pause(**kwargs).name}
     if action == "resume":
-        return f"{releases.release_resume(**kwargs).name} resumed."
+        return _("%(name)s resumed.") % {"name": releases.release_resume(**kwargs).name}
     if action == "promote":
-        return f"{releases.release_promote(**kwargs).name} is the stable release now."
+        name = releases.release_promote(**kwargs).name
+        return _("%(name)s is the stable release now.") % {"name": name}
     if action == "rollback":
-        return f"{releases.release_rollback(**kwargs).name} was rolled back."
+        return _("%(name)s was rolled back.") % {"name": releases.release_rollback(**kwargs).name}
     raise releases.ReleaseError(f"unknown action {action!r}")
 
 
@@ -324,9 +369,12 @@ def release_action(request: HttpRequest, release_id: int, action: str) -> HttpRe
         # which has its own confirmation and audit entry.
         messages.error(
             request,
-            f"{weight}% is above this release's maximum of {release.max_weight}% "
-            "(TIERDESK_RELEASE_MAX_WEIGHT): nothing changed. To serve every session, "
-            "promote the candidate.",
+            _(
+                "%(weight)s%% is above this release's maximum of %(max)s%% "
+                "(TIERDESK_RELEASE_MAX_WEIGHT): nothing changed. To serve every session, "
+                "promote the candidate."
+            )
+            % {"weight": weight, "max": release.max_weight},
         )
         return back
     if not form.cleaned_data["confirmed"]:

@@ -215,12 +215,17 @@ class DocumentAdmin(admin.ModelAdmin):
 
 
 class TryQuestionForm(forms.Form):
-    question = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 80}))
+    question = forms.CharField(
+        label=_("Question"), max_length=500, widget=forms.TextInput(attrs={"size": 80})
+    )
     language = forms.ChoiceField(
-        choices=[("", "detect"), ("en", "English"), ("zh", "Chinese")], required=False
+        choices=[("", _("detect")), ("en", _("English")), ("zh", _("Chinese"))],
+        required=False,
+        label=_("Language"),
     )
     method = forms.ChoiceField(
-        choices=[("hybrid", "hybrid"), ("dense", "dense only"), ("bm25", "BM25 only")],
+        choices=[("hybrid", _("hybrid")), ("dense", _("dense only")), ("bm25", _("BM25 only"))],
+        label=_("Method"),
         initial="hybrid",
         required=False,
     )

@@ -34,27 +34,37 @@ IMPORT_MAX_BYTES = 5 * 1024 * 1024
 
 
 class IntentImportForm(forms.Form):
-    file = forms.FileField(required=False, help_text=_("CSV, JSON or Rasa nlu.yml (UTF-8)"))
+    file = forms.FileField(
+        label=_("File"), required=False, help_text=_("CSV, JSON or Rasa nlu.yml (UTF-8)")
+    )
     content = forms.CharField(required=False, widget=forms.HiddenInput)
     filename = forms.CharField(required=False, widget=forms.HiddenInput)
     format = forms.ChoiceField(
-        choices=[("", "from the file name"), *[(f, f) for f in FORMATS]], required=False
+        choices=[("", _("from the file name")), *[(f, f) for f in FORMATS]],
+        required=False,
+        label=_("Format"),
     )
     language = forms.ChoiceField(
-        choices=[("auto", "detect per text"), ("en", "English"), ("zh", "Chinese")],
+        choices=[("auto", _("detect per text")), ("en", _("English")), ("zh", _("Chinese"))],
+        label=_("Language"),
         initial="auto",
         help_text=_("for rows that don't say"),
     )
     default_tier = forms.ChoiceField(
         choices=[("", "—"), *[(t, t) for t in TIERS]],
         required=False,
+        label=_("Default tier"),
         help_text=_("for new intents the file gives no tier"),
     )
     replace = forms.BooleanField(
-        required=False, help_text=_("the file's intents keep only the file's examples")
+        label=_("Replace"),
+        required=False,
+        help_text=_("the file's intents keep only the file's examples"),
     )
     disable_missing = forms.BooleanField(
-        required=False, help_text=_("disable intents that have examples but aren't in the file")
+        label=_("Disable missing"),
+        required=False,
+        help_text=_("disable intents that have examples but aren't in the file"),
     )
 
     def raw(self) -> tuple[bytes, str]:
@@ -70,7 +80,7 @@ class IntentImportForm(forms.Form):
 
 
 class IntentExportForm(forms.Form):
-    format = forms.ChoiceField(choices=[(f, f) for f in FORMATS])
+    format = forms.ChoiceField(choices=[(f, f) for f in FORMATS], label=_("Format"))
 
 
 class UtteranceInline(admin.TabularInline):
@@ -129,7 +139,7 @@ class IntentAdmin(admin.ModelAdmin):
         ]
         return mine + super().get_urls()
 
-    def _context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
+    def _context(self, request: HttpRequest, title: Any, **extra: Any) -> dict[str, Any]:
         return {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
@@ -189,7 +199,7 @@ class IntentAdmin(admin.ModelAdmin):
         return render(
             request,
             "admin/routing/intent/import.html",
-            self._context(request, "Import intents", form=form, plan=plan),
+            self._context(request, _("Import intents"), form=form, plan=plan),
         )
 
     def export_view(self, request: HttpRequest) -> HttpResponse:
@@ -200,7 +210,7 @@ class IntentAdmin(admin.ModelAdmin):
             return render(
                 request,
                 "admin/routing/intent/export.html",
-                self._context(request, "Export intents", form=form),
+                self._context(request, _("Export intents"), form=form),
             )
         fmt = form.cleaned_data["format"]
         names = request.GET.getlist("name") or None
@@ -227,7 +237,7 @@ class IntentAdmin(admin.ModelAdmin):
             "admin/routing/intent/retraining.html",
             self._context(
                 request,
-                "Classifier retraining",
+                _("Classifier retraining"),
                 status=status,
                 chart=oos_chart(status["calibration"]),
                 runs=RetrainRun.objects.all()[:15],

@@ -19,6 +19,7 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.db import models
 from django.test import Client
+from django.urls import reverse
 
 from releases import services
 from releases.assignment import BASELINE_DESCRIPTION
@@ -35,7 +36,7 @@ WORD = re.compile(r"\b[A-Za-z]{2,}\b")
 TOKENS = re.compile(
     r"\b(Tierdesk|CSAT|p50|p95|L1|L2|L3|USD|JSON|VIP|ID|URL|HTTP|HTTPS|HTML|PDF|Markdown|"
     r"UTC|SKU|Redis|PostgreSQL|Prometheus|GGUF|ONNX|HS256|JWT|base64url|WebSocket|AND|OR|"
-    r"min|ms|EN|ZH|en|zh|zh-hans|Django)\b"
+    r"min|ms|EN|ZH|en|zh|zh-hans|Django|[\w-]+\.(?:yml|yaml|json|csv|md|py|js|html))\b"
 )
 # Django's own admin strings that its zh-hans catalogue does not translate (not ours to patch).
 DJANGO_OWN = {"Add link", "Change or view list link", "Model name", "Skip to main content"}
@@ -132,7 +133,7 @@ def zh_client(db: None) -> Client:
     return client
 
 
-def console_data(clock: FakeClock, user: Any) -> None:
+def console_data(clock: FakeClock, user: Any) -> Release:
     """A running candidate with replies on both variants and tiers, and handed-off
     conversations in the window, so every console chart draws its legend."""
     from chatbot.models import Conversation
@@ -154,6 +155,7 @@ def console_data(clock: FakeClock, user: Any) -> None:
             handoff_queued_at=at,
             handoff_first_reply_at=at + timedelta(minutes=2),
         )
+    return release
 
 
 def test_the_console_in_chinese_has_no_english_ui_string(
@@ -170,6 +172,27 @@ def test_the_console_in_chinese_has_no_english_ui_string(
     assert not bad, "English on the zh console:\n" + "\n".join(bad)
 
 
+def test_the_consoles_confirmation_and_outcome_in_chinese(
+    zh_client: Client,
+    release_clock: FakeClock,  # noqa: F811
+) -> None:
+    release = console_data(release_clock, get_user_model().objects.get(username="boss"))
+    url = f"/operators/releases/{release.pk}/"
+    data = db_values()
+    for action, form in (("weight", {"weight": "20"}), ("pause", {}), ("weight", {"weight": 90})):
+        post = {"reason": "检查", "hours": "6", **form}
+        confirm = zh_client.post(url + action, post, headers=ZH, follow=True)
+        html = confirm.content.decode()
+        assert confirm.status_code == 200 and '<html lang="zh-hans"' in html
+        bad = untranslated(html, data)
+        assert not bad, f"English on the zh {action} confirmation:\n" + "\n".join(bad)
+    done = zh_client.post(
+        url + "pause", {"reason": "检查", "confirmed": "on"}, headers=ZH, follow=True
+    )
+    assert "已暂停" in done.content.decode()
+    assert not untranslated(done.content.decode(), data)
+
+
 def test_the_scan_reports_english_and_lets_data_and_tokens_through() -> None:
     html = (
         '<p>没有数据</p><p title="Try a question">x</p><text class="legend">all-L3 baseline'
@@ -177,6 +200,9 @@ def test_the_scan_reports_english_and_lets_data_and_tokens_through() -> None:
         "<p>p95 L3 CSAT</p><p>Add link</p>"
     )
     assert untranslated(html, ["Gift cards never expire"]) == ["Try a question", "all-L3 baseline"]
+
+
+STANDARD_VIEWS = ("_changelist", "_add", "_history", "_delete", "_change", "_autocomplete")
 
 
 def admin_urls() -> list[str]:
@@ -194,6 +220,12 @@ def admin_urls() -> list[str]:
             urls.append(f"{base}{obj.pk}/change/")
         elif model_admin.has_add_permission(_Request()):  # type: ignore[arg-type]
             urls.append(f"{base}add/")
+        # The model's own admin pages without a parameter (import, try a question, ...).
+        for pattern in model_admin.get_urls():
+            name = getattr(pattern, "name", None) or ""
+            route = str(pattern.pattern)
+            if name and "<" not in route and not name.endswith(STANDARD_VIEWS):
+                urls.append(reverse(f"admin:{name}"))
     return urls
 
 
@@ -215,6 +247,8 @@ def test_the_admin_in_chinese_has_no_english_ui_string(
     found: dict[str, str] = {}  # each English string, and the first page showing it
     for url in admin_urls():
         page = zh_client.get(url, headers=ZH)
+        if page.status_code in (302, 405):  # a POST endpoint (choosing the out-of-scope point)
+            continue
         assert page.status_code == 200, url
         for text in untranslated(page.content.decode(), data):
             found.setdefault(text, url)
