@@ -273,9 +273,9 @@ class SynonymSet(models.Model):
     "ship" also finds "shipping"."""
 
     class Kind(models.TextChoices):
-        EQUIVALENT = "equivalent", "equivalent: all the terms mean the same"
-        BROADER = "broader", "broader: each term is covered by the target"
-        GOODS = "goods", "kinds of goods: covered by a rule about items in general"
+        EQUIVALENT = "equivalent", _("equivalent: all the terms mean the same")
+        BROADER = "broader", _("broader: each term is covered by the target")
+        GOODS = "goods", _("kinds of goods: covered by a rule about items in general")
 
     language = models.CharField(
         max_length=8, choices=Document.Language.choices, default=Document.Language.EN
@@ -295,7 +295,8 @@ class SynonymSet(models.Model):
 
     class Meta:
         ordering = ["language", "kind", "pk"]
-        verbose_name = "synonym set"
+        verbose_name = _("synonym set")
+        verbose_name_plural = _("synonym sets")
 
     def __str__(self) -> str:
         terms = ", ".join(self.term_list())
@@ -323,20 +324,20 @@ class KnowledgeConflict(models.Model):
     sections for a question about its subject and offers a person, never one side."""
 
     class Status(models.TextChoices):
-        OPEN = "open", "open"
-        RESOLVED = "resolved", "resolved"
+        OPEN = "open", _("open")
+        RESOLVED = "resolved", _("resolved")
 
     class Resolution(models.TextChoices):
-        KEPT_A = "kept_a", "kept the first article"
-        KEPT_B = "kept_b", "kept the second article"
-        BOTH_RIGHT = "both_right", "both are right"
-        EDITED = "edited", "an article was edited"
+        KEPT_A = "kept_a", _("kept the first article")
+        KEPT_B = "kept_b", _("kept the second article")
+        BOTH_RIGHT = "both_right", _("both are right")
+        EDITED = "edited", _("an article was edited")
 
     class Kind(models.TextChoices):
-        MONEY = "money", "price"
-        DURATION = "duration", "duration"
-        PERCENT = "percent", "percentage"
-        POLARITY = "polarity", "yes or no"
+        MONEY = "money", _("price")
+        DURATION = "duration", _("duration")
+        PERCENT = "percent", _("percentage")
+        POLARITY = "polarity", _("yes or no")
 
     # Sections are kept by (document, anchor) and copied: chunks are replaced on every
     # ingestion, a conflict outlives that.
@@ -371,8 +372,8 @@ class KnowledgeConflict(models.Model):
 
     class Meta:
         ordering = ["status", "-created_at"]
-        verbose_name = "conflict between articles"
-        verbose_name_plural = "conflicts between articles"
+        verbose_name = _("conflict between articles")
+        verbose_name_plural = _("conflicts between articles")
 
     def __str__(self) -> str:
         return f"{self.value_a} / {self.value_b} ({' '.join(self.subject)})"

@@ -16,6 +16,23 @@ from pathlib import Path
 PO = Path(__file__).resolve().parent.parent / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
 
 ZH = {
+    # the synonym sets' and conflicts' model and choice names (knowledge/models.py)
+    "equivalent: all the terms mean the same": "同义：这些词语意思相同",
+    "broader: each term is covered by the target": "上位：每个词语都被上位词涵盖",
+    "kinds of goods: covered by a rule about items in general": "商品种类：适用于关于商品的一般规则",
+    "synonym set": "同义词组",
+    "kept the first article": "保留了第一篇文章",
+    "kept the second article": "保留了第二篇文章",
+    "duration": "时长",
+    "conflict between articles": "文章之间的冲突",
+    "conflicts between articles": "文章之间的冲突",
+    "shop profile": "店铺资料",
+    "Shop profile": "店铺资料",
+    "synonym sets": "同义词组",
+    "both are right": "两者都对",
+    "an article was edited": "已修改文章",
+    "percentage": "百分比",
+    "yes or no": "是或否",
     # the staff login lockout page (frontend/templates/frontend/lockout.html); its two
     # plural messages are written in the .po directly (one Chinese form each)
     "Too many sign-in attempts": "登录尝试次数过多",
@@ -644,6 +661,19 @@ def _quote(text: str) -> str:
     return f'"{escaped}"'
 
 
+def _blanked(entry: list[str]) -> list[str]:
+    """An entry's msgstr lines emptied (``msgstr[0] "…"`` -> ``msgstr[0] ""``)."""
+    out, in_msgstr = [], False
+    for line in entry:
+        if line.startswith("msgstr"):
+            in_msgstr = True
+            out.append(line.split(" ", 1)[0] + ' ""')
+        elif not (in_msgstr and line.startswith('"')):
+            in_msgstr = False
+            out.append(line)
+    return out
+
+
 def _translation(entry: list[str]) -> str:
     """The msgstr text(s) of an entry's lines after its msgid, joined."""
     found, in_msgstr = [], False
@@ -662,6 +692,7 @@ def main() -> int:
     lines = PO.read_text(encoding="utf-8").splitlines()
     out: list[str] = []
     missing: list[str] = []
+    fuzzy = False
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -669,10 +700,12 @@ def main() -> int:
             i += 1  # makemessages' guess at the previous msgid: the table decides
             continue
         if line.startswith("#,") and "fuzzy" in line:
-            # Fuzzy entries are skipped by compilemessages; the table's are exact.
+            # Fuzzy entries are makemessages' guesses from a similar msgid: the table's
+            # translation replaces them, and without one the guess is dropped.
             flags = [f.strip() for f in line[2:].split(",") if f.strip() != "fuzzy"]
             if flags:
                 out.append("#, " + ", ".join(flags))
+            fuzzy = True
             i += 1
             continue
         if not line.startswith("msgid "):
@@ -685,6 +718,7 @@ def main() -> int:
             block.append(lines[i])
             i += 1
         msgid = _unquote(block)
+        was_fuzzy, fuzzy = fuzzy, False
         out += ["msgid " + block[0], *block[1:]]
         start = i  # msgstr (or msgid_plural and the msgstr[n]) and continuation lines
         i += 1
@@ -695,6 +729,8 @@ def main() -> int:
             out += [x.replace('"Language: \\n"', '"Language: zh_Hans\\n"') for x in kept]
             continue
         text = ZH.get(msgid)
+        if text is None and was_fuzzy:
+            kept = _blanked(kept)
         if text is None or kept[0].startswith("msgid_plural"):
             # Not in the table (or a plural, written in the .po itself): kept as it is.
             out += kept

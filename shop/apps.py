@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ShopConfig(AppConfig):
     name = "shop"
-    verbose_name = "Shop profile"
+    verbose_name = _("Shop profile")
 
     def ready(self) -> None:
         from . import profile

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 SINGLETON_PK = 1
 
@@ -63,8 +64,8 @@ class ShopProfile(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        verbose_name = "shop profile"
-        verbose_name_plural = "shop profile"
+        verbose_name = _("shop profile")
+        verbose_name_plural = _("shop profile")
 
     def __str__(self) -> str:
         return f"Shop profile ({self.country}, {self.currency_code})"
