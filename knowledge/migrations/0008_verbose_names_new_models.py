@@ -4,14 +4,17 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('knowledge', '0007_verbose_names'),
+        ("knowledge", "0007_verbose_names"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='synonymset',
-            options={'ordering': ['language', 'kind', 'pk'], 'verbose_name': 'synonym set', 'verbose_name_plural': 'synonym sets'},
+            name="synonymset",
+            options={
+                "ordering": ["language", "kind", "pk"],
+                "verbose_name": "synonym set",
+                "verbose_name_plural": "synonym sets",
+            },
         ),
     ]
