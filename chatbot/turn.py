@@ -228,11 +228,18 @@ async def _checked_answer_cached(plan: AnswerPlan) -> bool:
 
 def degraded_text(plan: AnswerPlan) -> tuple[str, str]:
     """The tier's reply that needs no model, and its guard label: L1's template with the
-    facts; L2's extract of the best cited passage (else the passage pointer the plan
-    falls back on); L3's "I can't answer that right now, or ask for a person"."""
+    facts; L2's extract of the best cited passage (its section quoted when the extract
+    states another case's branch; else the passage pointer the plan falls back on);
+    L3's quote of the section a question is clearly about, or "I can't answer that
+    right now, or ask for a person"."""
     if plan.tier == rt.L1:
         return plan.text, "template"
     if isinstance(plan, L2Plan) and plan.grounding and plan.grounding.get("extract"):
+        pointed = plan.grounding.get("pointed") or {}
+        if pointed.get("extract_other_case"):
+            # The extract states a branch of a rule for another case than the one the
+            # question names: its section, quoted (knowledge.pointing).
+            return str(pointed["text"]), "pointed"
         return str(plan.grounding["extract"]), "extract"
     return plan.text, "pointed" if plan.pointed else "n/a"
 
@@ -240,7 +247,9 @@ def degraded_text(plan: AnswerPlan) -> tuple[str, str]:
 async def _degrade(plan: AnswerPlan, reply: Reply, why: dict[str, Any]) -> AsyncIterator[TurnEvent]:
     text, label = degraded_text(plan)
     reply.meta["degraded"] = why
-    if label == "pointed":
+    if label == "pointed" and isinstance(plan, L2Plan) and plan.grounding:
+        reply.meta["pointed"] = plan.grounding["pointed"]["marker"]
+    elif label == "pointed":
         plan_text_marked(plan, reply)
     reply.model, reply.usage, reply.guard, reply.fallback = "", Usage(), label, None
     remember = plan.tier == rt.L3 and OFFER_HUMAN not in plan.actions

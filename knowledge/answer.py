@@ -448,6 +448,9 @@ def answer_plan(
         budget=per_passage,
     )
     best = chosen[0]
+    extract = passage_extract(
+        question, [p.text for p in chosen], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS
+    )
     fallback_text = MODEL_DOWN[lang].format(
         title=best.title, snippet=_trim(" ".join(best.text.split()), 80)
     )
@@ -462,25 +465,38 @@ def answer_plan(
         grounding={
             "question": question,
             "passages": [p.text for p in chosen],
-            "extract": passage_extract(
-                question, [p.text for p in chosen], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS
-            ),
+            "extract": extract,
             # What goes out instead of a sentence stating a branch of a rule that may
-            # not cover the question's named case (``EntailmentGuard``).
-            "pointed": _best_pointed(question, lang, best),
+            # not cover the question's named case (``EntailmentGuard``), or of the
+            # extract when it states one (the guard's and a degraded turn's fallback).
+            "pointed": _best_pointed(question, lang, best, extract),
         }
         if settings.TIERDESK_KB_GROUNDING_GUARD
         else None,
     )
 
 
-def _best_pointed(question: str, language: str, best: Passage) -> dict[str, Any]:
+def _best_pointed(question: str, language: str, best: Passage, extract: str) -> dict[str, Any]:
+    from .named_case import branch_mismatch
     from .pointing import pointed_text, pointer_for
 
     pointer = pointer_for(best)
     return {
         "text": pointed_text(question, language, pointer),
         "marker": pointer.record("other_case"),
+        # The extract states another case's branch, or picks some of the sentences of
+        # a rule whose branches name other cases (the "everywhere else" branch names
+        # none, and is no safer for a place the rule doesn't list).
+        "extract_other_case": bool(
+            extract
+            and (
+                branch_mismatch(question, extract)
+                or (
+                    " ".join(extract.split()) != " ".join(best.text.split())
+                    and branch_mismatch(question, best.text)
+                )
+            )
+        ),
     }
 
 

@@ -316,15 +316,11 @@ class EntailmentGuard:
 
     async def _pointed_instead(self, meta: dict[str, Any]) -> Verdict | None:
         """The hedged quote instead of the reply: a sentence stated another case's
-        branch, or nothing was backed and the extract that would go out does."""
+        branch, or nothing was backed and the extract that would go out states one
+        (``extract_other_case``, decided when the plan was made)."""
         assert self.pointed is not None
-        if not self._other_case:
-            from knowledge.named_case import branch_mismatch
-
-            if not self.extract or not await asyncio.to_thread(
-                branch_mismatch, self.question, self.extract
-            ):
-                return None
+        if not self._other_case and not self.pointed.get("extract_other_case"):
+            return None
         logger.info("entailment guard: another case's branch; sending the quote")
         return Verdict(
             ok=False,

@@ -133,3 +133,40 @@ async def test_the_pointed_marker_reaches_the_shopper(seeded_shop: None) -> None
     assert done["citations"][0]["heading"] == "Frame warranty"
     reply = await database_sync_to_async(Message.objects.get)(pk=done["message_id"])
     assert reply.metadata["pointed"] == done["pointed"]
+
+
+async def test_nothing_backed_and_an_extract_for_another_case_becomes_the_quote() -> None:
+    from chatbot.answerers.reply_guards import EntailmentGuard
+
+    passage = "Delivery to Lisbon costs €19. Delivery to Madrid costs €15."
+    pointed = _pointed() | {"extract_other_case": True}
+    guard = EntailmentGuard(
+        question="how much is delivery to Valencia?",
+        passages=[passage],
+        extract="Delivery to Lisbon costs €19.",
+        dont_know="DONT_KNOW",
+        pointed=pointed,
+    )
+    assert await _through(guard, "Delivery is free for everyone. ") is None
+    assert guard.verdict.label == "pointed" and guard.verdict.replacement == "QUOTE"
+
+
+@pytest.mark.django_db
+def test_the_plan_knows_when_its_extract_states_another_places_branch() -> None:
+    from chatbot.answerers.l2 import L2Plan
+    from chatbot.turn import degraded_text
+
+    _ingest("Returning a bicycle", RETURNS_EN, "en")
+    answer = answer_plan(
+        question="I'm sending my bike back from Ghent. Who pays the return postage?", language="en"
+    )
+    assert answer.answered and answer.grounding is not None
+    pointed = answer.grounding["pointed"]
+    assert pointed["extract_other_case"] is True
+    assert pointed["text"].startswith('Our "Returning a bicycle" article says: "Return postage')
+    # A degraded turn (no model in time) sends the quote, not the extract.
+    plan = L2Plan(tier="L2", intent="faq", text=answer.text, language="en")
+    plan.grounding = answer.grounding
+    assert degraded_text(plan) == (pointed["text"], "pointed")
+    same = answer_plan(question="who pays the return postage from Portugal?", language="en")
+    assert same.grounding is not None and not same.grounding["pointed"]["extract_other_case"]
