@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 from django.conf import settings
 from django.core.mail import EmailMessage
 
+from inference.jobs import task_enqueue
+
 logger = logging.getLogger(__name__)
 
 # What a retry may cure: the server was unreachable, hung up or timed out (smtplib's
@@ -49,9 +51,7 @@ def email_send(email: Email) -> None:
     if not email.to:
         raise ValueError("an email needs a recipient")
     if settings.TIERDESK_EMAIL_ASYNC:
-        from chatbot.tasks import email_send as email_send_task
-
-        email_send_task.delay(asdict(email))
+        task_enqueue("chatbot.email_send", args=[asdict(email)])
         logger.info("email queued kind=%s", email.kind)
     else:
         email_deliver(email)

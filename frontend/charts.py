@@ -98,15 +98,7 @@ def line_chart(
                     runs.append([])
                 continue
             runs[-1].append(f"{x(t):.1f},{y(v):.1f}")
-        for run in runs:
-            if len(run) == 1:
-                cx, cy = run[0].split(",")
-                parts.append(f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="{colour}"/>')
-            elif run:
-                parts.append(
-                    f'<polyline fill="none" stroke="{colour}" stroke-width="2" '
-                    f'data-series="{escape(name)}" points="{" ".join(run)}"/>'
-                )
+        parts += _marks(runs, colour=colour, name=name)
         label = (labels or {}).get(name, name)
         parts.append(
             f'<rect x="{legend_x}" y="{height - 14}" width="10" height="10" fill="{colour}"/>'
@@ -116,6 +108,21 @@ def line_chart(
         legend_x += 22 + sum(14 if ord(ch) > 0x2E7F else 7 for ch in label)
     parts.append("</svg>")
     return mark_safe("".join(parts))  # every piece above is escaped
+
+
+def _marks(runs: list[list[str]], *, colour: str, name: str) -> list[str]:
+    """A series' unbroken runs of points: a line each, a dot for a lone point."""
+    marks = []
+    for run in runs:
+        if len(run) == 1:
+            cx, cy = run[0].split(",")
+            marks.append(f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="{colour}"/>')
+        elif run:
+            marks.append(
+                f'<polyline fill="none" stroke="{colour}" stroke-width="2" '
+                f'data-series="{escape(name)}" points="{" ".join(run)}"/>'
+            )
+    return marks
 
 
 def fmt_ms(value: float) -> str:

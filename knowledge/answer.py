@@ -424,20 +424,7 @@ def answer_plan(
     ):
         chosen, extras = [], []
     if not chosen:
-        from .pointing import clearly_about
-
-        # One section clearly about the question, though nothing confirms it answers:
-        # quote it rather than say nothing was found.
-        pointer = clearly_about(question, lang)
-        if pointer is not None:
-            return pointed_answer(question, lang, pointer, "not_confirmed", explain)
-        return KnowledgeAnswer(
-            language=lang,
-            text=DONT_KNOW[lang],
-            actions=list(OFFER_ACTIONS),
-            retrieval=explain | {"answered": False},
-            passages=result.passages,
-        )
+        return _not_found(question, lang, explain, result.passages)
     per_passage = max(60, budget // max(1, len(chosen)))
     generation = prompt_build(
         question=question,
@@ -473,6 +460,25 @@ def answer_plan(
         }
         if settings.TIERDESK_KB_GROUNDING_GUARD
         else None,
+    )
+
+
+def _not_found(
+    question: str, lang: str, explain: dict[str, Any], passages: list[Passage]
+) -> KnowledgeAnswer:
+    """Nothing confirmed answers the question: one section clearly about it is quoted
+    (``knowledge.pointing``) rather than saying nothing was found."""
+    from .pointing import clearly_about
+
+    pointer = clearly_about(question, lang)
+    if pointer is not None:
+        return pointed_answer(question, lang, pointer, "not_confirmed", explain)
+    return KnowledgeAnswer(
+        language=lang,
+        text=DONT_KNOW[lang],
+        actions=list(OFFER_ACTIONS),
+        retrieval=explain | {"answered": False},
+        passages=passages,
     )
 
 

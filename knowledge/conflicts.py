@@ -181,24 +181,7 @@ def conflicts_check(*, document_id: int) -> dict[str, int]:
             if key in existing:
                 counts["kept"] += 1
                 continue
-            KnowledgeConflict.objects.create(
-                document_a_id=f.a.document_id,
-                anchor_a=f.a.anchor,
-                heading_a=f.a.heading[:200],
-                text_a=f.a.text,
-                value_a=f.value_a.text,
-                sentence_a=f.value_a.sentence,
-                document_b_id=f.b.document_id,
-                anchor_b=f.b.anchor,
-                heading_b=f.b.heading[:200],
-                text_b=f.b.text,
-                value_b=f.value_b.text,
-                sentence_b=f.value_b.sentence,
-                kind=f.value_a.kind,
-                subject=sorted(f.value_a.subject),
-                language=document.language,
-                similarity=round(f.similarity, 4),
-            )
+            _conflict_open(f, document.language)
             counts["opened"] += 1
         for key, conflict in existing.items():
             if key not in seen and conflict.status == KnowledgeConflict.Status.OPEN:
@@ -216,6 +199,27 @@ def conflicts_check(*, document_id: int) -> dict[str, int]:
     if counts["opened"]:
         logger.info("document %s: %d new conflict(s)", document_id, counts["opened"])
     return counts
+
+
+def _conflict_open(f: Found, language: str) -> None:
+    KnowledgeConflict.objects.create(
+        document_a_id=f.a.document_id,
+        anchor_a=f.a.anchor,
+        heading_a=f.a.heading[:200],
+        text_a=f.a.text,
+        value_a=f.value_a.text,
+        sentence_a=f.value_a.sentence,
+        document_b_id=f.b.document_id,
+        anchor_b=f.b.anchor,
+        heading_b=f.b.heading[:200],
+        text_b=f.b.text,
+        value_b=f.value_b.text,
+        sentence_b=f.value_b.sentence,
+        kind=f.value_a.kind,
+        subject=sorted(f.value_a.subject),
+        language=language,
+        similarity=round(f.similarity, 4),
+    )
 
 
 def conflicts_open_count() -> int:

@@ -82,6 +82,21 @@ LANGUAGE_LISTS = {
     "knowledge/text.py:SHOP_WORDS_ZH": "Chinese shopping words jieba splits (包邮)",
     "knowledge/text.py:GENERIC_NOUNS": "nouns for goods in general (stuff, things, 东西)",
     "knowledge/text.py:REFUSAL": "how an answer says it doesn't know",
+    # cards a shopper would ask (knowledge/card_questions.py)
+    "knowledge/card_questions.py:_SPECULATIVE": "opinion questions (benefits of, 好处)",
+    "knowledge/card_questions.py:_ASKING": "words that ask for a value (how much, 多少)",
+    # the case a question names (knowledge/named_case.py)
+    "knowledge/named_case.py:_PLACE_PREPOSITIONS": "English prepositions before a place",
+    "knowledge/named_case.py:_ZH_SEND_PREFIX": "verbs jieba glues to a place (寄到)",
+    "knowledge/named_case.py:_AT_LEAST_BEFORE": "a lower bound (over, 满)",
+    "knowledge/named_case.py:_AT_LEAST_AFTER": "a lower bound after it (or more, 以上)",
+    "knowledge/named_case.py:_BELOW_BEFORE": "an upper bound (under, 低于)",
+    # values a statement holds (knowledge/values.py)
+    "knowledge/values.py:_MONEY": "currency signs and words around an amount",
+    "knowledge/values.py:_CURRENCY": "currency signs and words to ISO codes",
+    "knowledge/values.py:_CLAUSE": "English/Chinese clause separators",
+    "knowledge/values.py:_GENERIC_EN": "English words every price or duration statement has",
+    "knowledge/values.py:_GENERIC_ZH": "Chinese words every price or duration statement has",
     "knowledge/grounding.py:COURTESY": "courtesy words",
     "knowledge/terms.py:COURTESY_TERMS": "courtesy words",
     "knowledge/entail.py:_PARTICLE": "English/Chinese discourse particles (yes, sure)",

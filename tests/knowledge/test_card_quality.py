@@ -4,7 +4,7 @@ drafted questions are ones a shopper would ask that the section answers."""
 from __future__ import annotations
 
 from knowledge import ingest
-from knowledge.cards import shopper_question
+from knowledge.card_questions import shopper_question
 from knowledge.ingest import Section
 
 WRAP = Section(

@@ -61,10 +61,18 @@ def test_auto_judges_only_with_more_than_the_fallback_model(settings: Any) -> No
 
 def test_without_the_judge_the_coverage_check_refuses(kb: Any, settings: Any) -> None:
     settings.TIERDESK_KB_JUDGE = "off"
+    settings.TIERDESK_KB_POINT = False  # the refusal itself (pointing: below)
     plan = answer_plan(question=REFUSED, language="en")
     assert not plan.answered and plan.text == DONT_KNOW["en"]
     assert plan.retrieval["question_coverage"]["missing"] == ["look"]
     assert "judge" not in plan.retrieval
+    # With pointing on (the default), the refused question is one the Jeans FAQ is
+    # clearly about: its section is quoted, hedged, never answered.
+    settings.TIERDESK_KB_POINT = True
+    plan = answer_plan(question=REFUSED, language="en")
+    assert not plan.answered and plan.pointed
+    assert plan.text.startswith('Our "Jeans FAQ" article says:')
+    assert "can't confirm" in plan.text
 
 
 def test_a_yes_lets_l2_answer_from_the_judged_passage(kb: Any, judge: FakeBackend) -> None:
@@ -84,7 +92,10 @@ def test_a_yes_lets_l2_answer_from_the_judged_passage(kb: Any, judge: FakeBacken
 
 
 @pytest.mark.parametrize("reply", ["No.", "I think it might", Exception("model crashed")])
-def test_anything_but_yes_keeps_the_refusal(kb: Any, judge: FakeBackend, reply: Any) -> None:
+def test_anything_but_yes_keeps_the_refusal(
+    kb: Any, judge: FakeBackend, reply: Any, settings: Any
+) -> None:
+    settings.TIERDESK_KB_POINT = False  # the refusal the judge keeps, not the pointer after it
     judge.replies = [reply]
     plan = answer_plan(question=REFUSED, language="en")
     assert not plan.answered and plan.text == DONT_KNOW["en"]
