@@ -441,9 +441,15 @@ def answer_plan(
     fallback_text = MODEL_DOWN[lang].format(
         title=best.title, snippet=_trim(" ".join(best.text.split()), 80)
     )
+    pointed = _best_pointed(question, lang, best, extract)
+    if pointed["extract_other_case"]:
+        # The passage snippet the model-down text shows would state another case's
+        # branch too: the section's quote goes out instead (marked only if it does).
+        fallback_text = pointed["text"]
     return KnowledgeAnswer(
         language=lang,
         text=fallback_text,
+        pointed=pointed["marker"] if pointed["extract_other_case"] else None,
         generation=generation,
         role=role,
         citations=[p.citation() for p in chosen],
@@ -456,7 +462,7 @@ def answer_plan(
             # What goes out instead of a sentence stating a branch of a rule that may
             # not cover the question's named case (``EntailmentGuard``), or of the
             # extract when it states one (the guard's and a degraded turn's fallback).
-            "pointed": _best_pointed(question, lang, best, extract),
+            "pointed": pointed,
         }
         if settings.TIERDESK_KB_GROUNDING_GUARD
         else None,

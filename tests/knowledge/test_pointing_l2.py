@@ -163,6 +163,8 @@ def test_the_plan_knows_when_its_extract_states_another_places_branch() -> None:
     assert answer.answered and answer.grounding is not None
     pointed = answer.grounding["pointed"]
     assert pointed["extract_other_case"] is True
+    # What goes out if the model fails is the quote too, marked only when it goes out.
+    assert answer.text == pointed["text"] and answer.pointed == pointed["marker"]
     assert pointed["text"].startswith('Our "Returning a bicycle" article says: "Return postage')
     # A degraded turn (no model in time) sends the quote, not the extract.
     plan = L2Plan(tier="L2", intent="faq", text=answer.text, language="en")
