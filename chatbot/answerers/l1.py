@@ -32,6 +32,7 @@ from .flows.address_change import address_start
 from .flows.cancel import cancel_start
 from .flows.delivery import delivery_estimate, is_general_delivery
 from .flows.returns import RETURN_INTENTS, return_start
+from .l2 import L2Answerer
 from .offers import OFFER_HUMAN
 from .order_format import (
     LATE_TEXT,
@@ -84,6 +85,8 @@ class L1Answerer(GuardedAnswerer):
             return say(ctx, rt.ACCOUNT_HELP, "default")
         if intent == rt.SHIPPING_COST:
             options = shipping_text(ctx)
+            if not options:
+                return _from_articles(ctx, decision)
             plan = phrase(ctx, rt.SHIPPING_COST, "default", {"options": options})
             # Each price and free-shipping threshold is a fact the reply must keep: the
             # fast model's "Standard $5.99 (3-7 business days); Express $14.99" dropped
@@ -91,6 +94,8 @@ class L1Answerer(GuardedAnswerer):
             required = [*plan.guard_required, *_MONEY.findall(options)]
             return replace(plan, guard_required=required)
         if intent == rt.DELIVERY_TIME and is_general_delivery(ctx.text, dict(decision.slots)):
+            if not ctx.orders().shipping_options():
+                return _from_articles(ctx, decision)
             return delivery_estimate(ctx)
         if intent in rt.ORDER_INTENTS:
             return order_intent(ctx, intent, dict(decision.slots))
@@ -102,6 +107,14 @@ class L1Answerer(GuardedAnswerer):
         return [
             FactGuard(facts=plan.guard_facts, required=plan.guard_required, template_text=plan.text)
         ]
+
+
+def _from_articles(ctx: TurnContext, decision: rt.RouteDecision) -> AnswerPlan:
+    """The order system lists no shipping options (a shop whose prices and times live
+    in its help articles): the knowledge base answers, never an empty list."""
+    reason = decision.reason | {"no_shipping_options": True}
+    to_l2 = replace(decision, tier=rt.L2, intent=rt.KNOWLEDGE_QUESTION, reason=reason)
+    return L2Answerer().plan(ctx, to_l2)
 
 
 # Flows that quote the shop's rule when the knowledge base has one for the message.

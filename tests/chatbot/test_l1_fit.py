@@ -366,3 +366,21 @@ def test_shipping_cost_reply_keeps_every_price_and_the_free_threshold(seeded_sho
     assert guard_check(
         text=kept, facts=plan.guard_facts, required=plan.guard_required, template_text=plan.text
     ).ok
+
+
+@pytest.mark.django_db
+def test_a_shop_without_shipping_options_answers_shipping_from_its_articles(
+    seeded_shop: None,
+) -> None:
+    # A shop whose order system lists no shipping options (its prices are in its help
+    # articles) got "Our shipping options: ." from L1: the knowledge base answers.
+    ShippingOption.objects.all().delete()
+    for text, intent in (
+        ("how much is shipping?", rt.SHIPPING_COST),
+        ("how long does delivery take?", rt.DELIVERY_TIME),
+    ):
+        ctx = TurnContext(text=text, language="en", state={}, customer_id="", history=[])
+        decision = rt.RouteDecision(tier=rt.L1, intent=intent, confidence=0.9)
+        plan = L1Answerer().flow(ctx, decision)
+        assert plan.tier == rt.L2, text
+        assert "shipping options: ." not in plan.text
