@@ -223,7 +223,7 @@ ZH = {
     "The bot finds": "机器人找到",
     # strings whose translations were in the .po only (the table is the source)
     "Yes": "是",
-    # the operator console (issue #36 item 7): chart legends, the baseline, the candidate card
+    # the operator console: chart legends, the baseline, the candidate card
     "intervention rate": "介入率",
     "first human reply (min)": "人工首次回复（分钟）",
     "actual (modelled)": "实际（估算）",
@@ -234,7 +234,7 @@ ZH = {
     "paused": "已暂停",
     "started %(started)s UTC · last step %(step_at)s UTC ·\n        schedule +%(step)s%% every %(interval)s min": "开始于 %(started)s UTC · 上次调整 %(step_at)s UTC ·\n        计划每 %(interval)s 分钟 +%(step)s%%",
     "at most %(max)s%% (TIERDESK_RELEASE_MAX_WEIGHT); promote to serve everyone": "最多 %(max)s%%（TIERDESK_RELEASE_MAX_WEIGHT）；要服务全部会话请晋升",
-    # the admin (issue #36 item 7): app and model names, field names, choices, actions
+    # the admin: app and model names, field names, choices, actions
     "Export these shoppers' data (JSON)": "导出这些顾客的数据（JSON）",
     "Erase these shoppers' data (every conversation of theirs)": "删除这些顾客的数据（其全部对话）",
     "token budget (docs/resilience.md)": "令牌预算（docs/resilience.md）",

@@ -94,9 +94,7 @@ class L1Answerer(GuardedAnswerer):
             required = [*plan.guard_required, *_MONEY.findall(options)]
             return replace(plan, guard_required=required)
         if intent == rt.DELIVERY_TIME and is_general_delivery(ctx.text, dict(decision.slots)):
-            if not ctx.orders().shipping_options():
-                return _from_articles(ctx, decision)
-            return delivery_estimate(ctx)
+            return delivery_estimate(ctx) or _from_articles(ctx, decision)
         if intent in rt.ORDER_INTENTS:
             return order_intent(ctx, intent, dict(decision.slots))
         return clarify(ctx)

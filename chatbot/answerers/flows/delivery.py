@@ -58,11 +58,15 @@ def _asks_elsewhere(text: str, city: str) -> bool:
     return not (place and city.lower().startswith(place.split()[0]))
 
 
-def delivery_estimate(ctx: TurnContext) -> AnswerPlan:
+def delivery_estimate(ctx: TurnContext) -> AnswerPlan | None:
     """How long delivery takes, from the shop's shipping options; to the verified
     shopper's city (their latest order's address) when we know it. No order is looked
-    up as the answer, and no identity is needed."""
-    facts = {"options": delivery_times_text(ctx)}
+    up as the answer, and no identity is needed. None when the order system lists no
+    shipping options: the shop's articles answer instead."""
+    options = delivery_times_text(ctx)
+    if not options:
+        return None
+    facts = {"options": options}
     key = "estimate"
     if ctx.customer_id:
         orders = ctx.orders().orders_for_customer(customer_id=ctx.customer_id)
