@@ -28,6 +28,7 @@ ZH = {
     "conflicts between articles": "文章之间的冲突",
     "shop profile": "店铺资料",
     "Shop profile": "店铺资料",
+    "Shop": "店铺",
     "synonym sets": "同义词组",
     "both are right": "两者都对",
     "an article was edited": "已修改文章",

@@ -64,17 +64,17 @@ async function admin(page) {
   const windows = page.locator("#id_return_window_days");
   result.windows_before = await windows.inputValue();
   await windows.fill(opts.windows);
-  if (opts.screenshot) {
-    await page.locator("#id_return_window_days").scrollIntoViewIfNeeded();
-    fs.mkdirSync(path.dirname(path.resolve(opts.screenshot)), { recursive: true });
-    await page.screenshot({ path: opts.screenshot, fullPage: true });
-    result.screenshot = path.resolve(opts.screenshot);
-  }
   await page.click("input[name=_continue]");
   await page.waitForSelector(".messagelist .success");
   result.saved = await page.locator(".messagelist .success").innerText();
   result.windows_after = await page.locator("#id_return_window_days").inputValue();
   step("saved");
+  // The screenshot shows the saved profile, as the admin sees it after "Save and continue".
+  if (opts.screenshot) {
+    fs.mkdirSync(path.dirname(path.resolve(opts.screenshot)), { recursive: true });
+    await page.screenshot({ path: opts.screenshot, fullPage: true });
+    result.screenshot = path.resolve(opts.screenshot);
+  }
 }
 
 async function waitReply(page, botsBefore) {
