@@ -189,6 +189,9 @@ def _align(terms: list[str], clauses: list[str]) -> tuple[list[int], float]:
             {t for t in s_ if not ktext.has_cjk(t)} | zh_chars(c)
             for s_, c in zip(sets, clauses, strict=True)
         ]
+        if not wanted:
+            # Only filler characters: nothing to find, so nothing is supported.
+            return [], 0.0
     best = max(
         range(len(clauses)),
         key=lambda i: (len(wanted & sets[i]), -len(sets[i] - wanted)),

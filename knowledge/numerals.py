@@ -47,9 +47,10 @@ _DIGIT_BY_DIGIT = str.maketrans({ch: str(value) for ch, value in ZH_DIGITS.items
 # English ordinals a shopper picks an item of a list with ("the second one").
 ORDINALS_EN = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
 _NUM = re.compile(
-    r"(?P<num>\d+(?:[.,]\d+)*|"
+    r"(?P<num>\d+(?:[.,]\d+)*|\b(?:"
     + "|".join(sorted(WORD_NUMBERS, key=len, reverse=True))
-    + r")(?:\s*(?:-|–|to|至|到)\s*(?P<hi>\d+(?:[.,]\d+)*))?"
+    # Whole words only: "often" and "someone" hold no figure.
+    + r")\b)(?:\s*(?:-|–|to|至|到)\s*(?P<hi>\d+(?:[.,]\d+)*))?"
     r"\s*(?P<unit>business days?|working days?|days?|weeks?|months?|years?|hours?|"
     r"个工作日|工作日|天|日|周|星期|个月|月|年|小时|%|percent|张|件|次|袋|双|条|美元|元)?",
     re.IGNORECASE,

@@ -234,3 +234,8 @@ def test_a_bare_price_with_its_currency_is_checked_with_the_question() -> None:
     assert claim_check(
         "$14.99.", ["Express costs $14.99."], question="how much is express?"
     ).label == ("entailed")
+
+
+def test_a_chinese_sentence_of_filler_characters_only_is_not_entailed() -> None:
+    claim = claim_check("的了吗呢", ["我们的退货期为30天。"], question="退货")
+    assert claim.label != "entailed"
