@@ -35,6 +35,7 @@ from inference.versioned import VersionedCache
 
 from . import entail, ingest
 from . import text as ktext
+from .article_links import article_url
 from .card_questions import heading_question, shopper_question
 from .coverage import question_coverage
 from .index import KB_VERSION
@@ -451,6 +452,7 @@ class CardMatch:
             "title": self.row.title,
             "heading": title,
             "anchor": self.row.anchor,
+            "url": article_url(self.row.document_id, self.row.anchor),
             "snippet": self.row.snippet,
             "card_id": self.row.card_id,
             "score": round(self.score, 4),

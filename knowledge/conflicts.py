@@ -25,6 +25,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from . import values as kvalues
+from .article_links import article_url
 from .models import AnswerCard, Chunk, Document, KnowledgeConflict
 
 logger = logging.getLogger(__name__)
@@ -324,11 +325,13 @@ def _side(conflict: KnowledgeConflict, side: str) -> dict[str, object]:
     document = conflict.document_a if side == "a" else conflict.document_b
     heading = conflict.heading_a if side == "a" else conflict.heading_b
     sentence = conflict.sentence_a if side == "a" else conflict.sentence_b
+    anchor = conflict.anchor_a if side == "a" else conflict.anchor_b
     return {
         "document_id": document.pk,
         "title": document.title,
         "heading": heading.split(" > ")[-1] if heading else document.title,
-        "anchor": conflict.anchor_a if side == "a" else conflict.anchor_b,
+        "anchor": anchor,
+        "url": article_url(document.pk, anchor),
         "snippet": " ".join(sentence.split()),
     }
 

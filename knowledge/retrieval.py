@@ -30,6 +30,7 @@ from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
 
 from . import embedding, lexicon, multilingual
 from . import text as ktext
+from .article_links import article_url
 from .index import IndexSnapshot, SnapshotVectorStore, get_snapshot
 
 METHODS = ("dense", "bm25", "hybrid")
@@ -146,6 +147,7 @@ class Passage:
             "title": self.title,
             "anchor": self.anchor,
             "heading": self.heading.split(" > ")[-1] if self.heading else self.title,
+            "url": article_url(self.document_id, self.anchor),
             "snippet": snippet,
             "score": round(self.score, 4),
         }

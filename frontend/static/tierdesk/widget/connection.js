@@ -18,6 +18,11 @@ export const connection = {
     return `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/chat/`;
   },
 
+  // The chat server's web origin (help pages, the ticket form), from the WebSocket endpoint.
+  _serverOrigin() {
+    return new URL(this._endpoint().replace(/^ws/, "http")).origin;
+  },
+
   // One conversation per endpoint and per shopper: a shared computer never resumes
   // another shopper's conversation when the shop sets `shopper`.
   _key(what) {

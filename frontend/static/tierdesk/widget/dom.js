@@ -44,3 +44,35 @@ export const store = {
     }
   },
 };
+
+// Web addresses in a reply (a carrier's tracking page, a help article): http(s) only,
+// without the punctuation that ends the sentence around them.
+const URL_RE = /https?:\/\/[^\s<>"'\u3000-\u303f\uff00-\uffef]+/g;
+const TRAILING = /[.,;:!?)\]}'"]+$/;
+export const LINK_REL = "noopener noreferrer nofollow";
+
+// Turn the web addresses in ``node``'s text into links that open in a new tab, without
+// the opener; the text stays text (never parsed as HTML).
+export const linkify = (node) => {
+  const walker = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
+  const texts = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (!n.parentElement?.closest("a")) texts.push(n);
+  }
+  for (const t of texts) {
+    const value = t.nodeValue;
+    URL_RE.lastIndex = 0;
+    if (!URL_RE.test(value)) continue;
+    URL_RE.lastIndex = 0;
+    const out = document.createDocumentFragment();
+    let last = 0;
+    for (const m of value.matchAll(URL_RE)) {
+      const href = m[0].replace(TRAILING, "");
+      out.append(value.slice(last, m.index));
+      out.append(el("a", { href, target: "_blank", rel: LINK_REL }, href));
+      last = m.index + href.length;
+    }
+    out.append(value.slice(last));
+    t.replaceWith(out);
+  }
+};

@@ -2,7 +2,7 @@
  * Tierdesk widget: human handoff, the ticket form and the yes/no buttons
  * (methods of <tierdesk-chat>, mixed in by main.js; docs/desk.md).
  */
-import { el, store } from "./dom.js";
+import { el, linkify, store } from "./dom.js";
 
 export const handoff = {
   _agentBubble(m) {
@@ -13,6 +13,7 @@ export const handoff = {
       class: "msg bot agent",
     });
     b.querySelector(".text").textContent = m.text || "";
+    linkify(b.querySelector(".text"));
     b.prepend(el("span", { class: "agent-name" }, this._t.agentLabel(m.agent || "")));
     this._thumbs(b, m.rating);
     return b;
@@ -92,10 +93,9 @@ export const handoff = {
     form.append(el("p", {}, t.ticketIntro), email, question, send);
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
-      const base = new URL(this._endpoint().replace(/^ws/, "http"));
       send.disabled = true;
       try {
-        const r = await fetch(`${base.origin}/tickets/`, {
+        const r = await fetch(`${this._serverOrigin()}/tickets/`, {
           method: "POST",
           headers: { "Content-Type": "application/json" },
           body: JSON.stringify({ session: store.get(this._key("session")), email: email.value, question: question.value }),

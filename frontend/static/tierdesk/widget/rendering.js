@@ -3,7 +3,7 @@
  * ratings it draws (methods of <tierdesk-chat>, mixed in by main.js).
  */
 import { botcheck, EV_FOCUS, EV_KEYDOWN, EV_KEYUP } from "./botcheck.js";
-import { el, THUMB } from "./dom.js";
+import { el, LINK_REL, linkify, THUMB } from "./dom.js";
 
 // widget.css sits beside widget.js, one folder up from this module.
 const CSS_URL = new URL("../widget.css", import.meta.url).href;
@@ -200,7 +200,13 @@ export const rendering = {
     const list = el("ol");
     for (const c of citations) {
       const item = el("li", { "data-anchor": String(c.anchor ?? "") });
-      item.append(el("span", { class: "source-title" }, String(c.title ?? "")));
+      // The article's help page, on the chat server (the widget may sit on another site).
+      const href = typeof c.url === "string" && c.url.startsWith("/") ? new URL(c.url, this._serverOrigin()).href : "";
+      item.append(
+        href
+          ? el("a", { class: "source-title", href, target: "_blank", rel: LINK_REL }, String(c.title ?? ""))
+          : el("span", { class: "source-title" }, String(c.title ?? "")),
+      );
       // The section's heading as written; the slug only from servers that don't send it.
       const section = c.heading || c.anchor;
       if (section && section !== c.title) item.append(el("span", { class: "source-anchor" }, ` \u00a7 ${section}`));
@@ -276,6 +282,7 @@ export const rendering = {
       }
       const b = this._botBubble({ "data-message-id": String(m.message_id), "data-status": m.status || "complete" });
       b.querySelector(".text").textContent = m.text || "";
+      linkify(b.querySelector(".text"));
       if (m.status === "incomplete" || m.status === "streaming") this._note(b, this._t.cutOff);
       else if (m.status === "error") this._note(b, this._t.failed);
       this._badge(b, m);

@@ -2,7 +2,7 @@
  * Tierdesk widget: the streaming render queue that paces chunks, replaces and ends
  * replies (methods of <tierdesk-chat>, mixed in by main.js).
  */
-import { el } from "./dom.js";
+import { el, linkify } from "./dom.js";
 
 export const streaming = {
   _enqueue(op) {
@@ -75,6 +75,10 @@ export const streaming = {
         this._ensureBot();
         const b = this._finishBot(op.status || "complete");
         if (op.message_id != null) b.setAttribute("data-message-id", String(op.message_id));
+        // The whole reply as one text, so an address split across chunks becomes one link.
+        const text = b.querySelector(".text");
+        text.textContent = text.textContent;
+        linkify(text);
         this._badge(b, op);
         this._sources(b, op.citations);
         if ((op.status || "complete") === "complete") this._thumbs(b, null);
