@@ -258,7 +258,7 @@ def main() -> None:
 
     from inference.catalog import CATALOG
 
-    model = settings.TIERDESK_MODEL_DIR / CATALOG["qwen2.5-0.5b-instruct-q4km"].filename
+    model = settings.TIERDESK_MODEL_DIR / CATALOG["qwen2.5-coder-0.5b-instruct-q4km"].filename
     # A second llama.cpp server that will hang (SIGSTOP); it stops itself after 600 s.
     args.hung_proc = subprocess.Popen(
         [sys.executable, "-m", "tests.inference.serve_model", str(model), "1", "600"],

@@ -109,7 +109,7 @@ DAPHNE_PORT = 8300
 MODELSERVER_PORT = 8310
 # The reference deployment's message mix, by tier.
 MIX = {"L1": 0.85, "L2": 0.12, "L3": 0.03}
-L3_STANDIN_MODEL = "qwen2.5-0.5b-instruct-q4km"  # the local GGUF that plays the L3 API
+L3_STANDIN_MODEL = "qwen2.5-coder-0.5b-instruct-q4km"  # the local GGUF that plays the L3 API
 WARMUP_S = 300.0  # bound on the unmeasured warm-up pass of each phase
 # Between steps: at least this pause, then until Daphne and the L3 stand-in are idle.
 SETTLE_S = 5.0

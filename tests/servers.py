@@ -80,7 +80,7 @@ def l3_url(model_files: None) -> Iterator[str]:
     fallback model went away when another test reloaded the registry (seen in full-suite
     runs), and a remote server must not share the fallback's fate anyway.
     """
-    entry = CATALOG["qwen2.5-0.5b-instruct-q4km"]
+    entry = CATALOG["qwen2.5-coder-0.5b-instruct-q4km"]
     server = ModelServer(settings.TIERDESK_MODEL_DIR / entry.filename, parallel=8, lifetime_s=3600)
     try:
         # The listener's first request is slow (seconds): pay it once, here.
@@ -154,7 +154,7 @@ class ModelServer:
 
 @pytest.fixture
 def model_server(model_files: None) -> Iterator[ModelServer]:
-    entry = CATALOG["qwen2.5-0.5b-instruct-q4km"]
+    entry = CATALOG["qwen2.5-coder-0.5b-instruct-q4km"]
     server = ModelServer(settings.TIERDESK_MODEL_DIR / entry.filename)
     try:
         yield server

@@ -139,7 +139,7 @@ def _local_or_remote(role: str, local: dict[str, Any]) -> dict[str, Any]:
 # TIERDESK_L3_API_BASE), with TIERDESK_LARGE_MODEL / _API_KEY / _MODEL_VERSION falling
 # back to the TIERDESK_L3_ names.
 TIERDESK_LARGE_BASE_URL = env_str("TIERDESK_LARGE_BASE_URL") or TIERDESK_L3_API_BASE
-_LARGE_LOCAL_MODEL = "qwen2.5-1.5b-instruct-q4km"
+_LARGE_LOCAL_MODEL = "qwen2.5-coder-1.5b-instruct-q4km"
 _LARGE_BACKEND: dict[str, Any]
 if TIERDESK_LARGE_BASE_URL:
     _LARGE_BACKEND = _remote_backend(
@@ -191,7 +191,7 @@ INFERENCE_BACKENDS: dict[str, dict[str, Any]] = {
         {
             "BACKEND": "inference.backends.llamacpp.LlamaCppBackend",
             "CONFIG": {
-                "model": env_str("TIERDESK_FALLBACK_MODEL", "qwen2.5-0.5b-instruct-q4km"),
+                "model": env_str("TIERDESK_FALLBACK_MODEL", "qwen2.5-coder-0.5b-instruct-q4km"),
                 "path": env_str("TIERDESK_FALLBACK_MODEL_PATH", ""),
                 "sha256": env_str("TIERDESK_FALLBACK_MODEL_SHA256", ""),
                 "n_parallel": env_int("TIERDESK_FALLBACK_PARALLEL", 4),

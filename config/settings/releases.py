@@ -47,6 +47,9 @@ TIERDESK_RELEASE_CSAT_WINDOW_MIN = env_int("TIERDESK_RELEASE_CSAT_WINDOW_MIN", 3
 # any other model. Local models are priced at an estimate of their compute per token.
 TIERDESK_MODEL_PRICES: dict[str, list[float]] = {
     "gemma3-270m-q4km": [0.02, 0.02],
+    "qwen2.5-coder-0.5b-instruct-q4km": [0.04, 0.04],
+    "qwen2.5-coder-1.5b-instruct-q4km": [0.1, 0.1],
+    # The same two models under the names they had before, for metrics stored then.
     "qwen2.5-0.5b-instruct-q4km": [0.04, 0.04],
     "qwen2.5-1.5b-instruct-q4km": [0.1, 0.1],
     "gpt-4o-mini": [0.15, 0.6],

@@ -21,7 +21,7 @@ from django.conf import settings
 
 from ..base import GenerationChunk, GenerationRequest, InferenceError, Usage
 from ..capacity import track
-from ..catalog import is_chat_model, resolve_model_file
+from ..catalog import catalog_name, is_chat_model, resolve_model_file
 from .wire import read_chunk, request_body
 
 logger = logging.getLogger(__name__)
@@ -93,7 +93,9 @@ class LlamaCppBackend:
     def __init__(self, role: str, config: dict[str, Any]) -> None:
         self.role = role
         self.config = config
-        self.model_id = str(config.get("model") or Path(config.get("path", "model")).stem)
+        self.model_id = catalog_name(
+            str(config.get("model") or Path(config.get("path", "model")).stem)
+        )
         self.model_version = ""
         self.path: Path | None = None
         self.chat = bool(config.get("chat", is_chat_model(self.model_id)))

@@ -33,7 +33,7 @@ import httpx
 
 from ..base import GenerationChunk, GenerationRequest, InferenceError, Usage
 from ..capacity import track
-from ..catalog import CATALOG
+from ..catalog import catalog_entry, catalog_name
 from .wire import read_chunk, request_body
 
 logger = logging.getLogger(__name__)
@@ -233,7 +233,9 @@ class OpenAIBackend:
         # from its /tokenize, the catalogue's checksum as the model version, and a base
         # model (the fast role) takes ``prompt`` only.
         self.model_server = bool(config.get("model_server"))
-        entry = CATALOG.get(self.model_id) if self.model_server else None
+        if self.model_server:
+            self.model_id = catalog_name(self.model_id)
+        entry = catalog_entry(self.model_id) if self.model_server else None
         version = config.get("model_version") or (entry.sha256 if entry else "")
         self.model_version = str(version or f"{self.model_id}@{base}")
         self.chat = bool(config.get("chat", entry.chat_template if entry else True))

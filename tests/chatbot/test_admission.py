@@ -407,7 +407,7 @@ async def test_l3_busy_goes_to_the_fallback_queue(
     assert done["type"] == "done" and done["tier"] == "L3", done
     # The fallback model answered from its own queue: model-phrased, not degraded.
     assert done["degraded"] is None and done["fallback"] == {"reason": "busy"}
-    assert done["model"] == "qwen2.5-0.5b-instruct-q4km"
+    assert done["model"] == "qwen2.5-coder-0.5b-instruct-q4km"
 
 
 async def test_l3_busy_everywhere_says_so_and_offers_a_person(

@@ -80,7 +80,7 @@ def test_every_role_reads_its_server_from_the_environment() -> None:
         "k-fast",
     )
     # Without its own _MODEL a role keeps its model id; the server may ignore it.
-    assert backends["fallback"]["CONFIG"]["model"] == "qwen2.5-0.5b-instruct-q4km"
+    assert backends["fallback"]["CONFIG"]["model"] == "qwen2.5-coder-0.5b-instruct-q4km"
     assert backends["large"]["CONFIG"]["model"] == "gpt-4o"
     # Remote roles are not warmed up: a warm-up would bill the API.
     assert loaded["TIERDESK_WARM_ROLES"] == []

@@ -30,7 +30,7 @@ REFUSED = "do u sell jeans with rips in them? like the distressed look"
 
 LOCAL_LARGE = {
     "BACKEND": "inference.backends.llamacpp.LlamaCppBackend",
-    "CONFIG": {"model": "qwen2.5-1.5b-instruct-q4km"},
+    "CONFIG": {"model": "qwen2.5-coder-1.5b-instruct-q4km"},
 }
 
 

@@ -41,7 +41,7 @@ def test_replies_aggregate_per_minute_variant_and_tier(release_clock: FakeClock)
         facts(
             metadata={"fallback": {"reason": "timeout"}},
             tier="L3",
-            model="qwen2.5-0.5b-instruct-q4km",
+            model="qwen2.5-coder-0.5b-instruct-q4km",
         )
     )
     reply_record(

@@ -17,8 +17,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         for name, entry in CATALOG.items():
-            optional = name == "qwen2.5-1.5b-instruct-q4km"
-            if optional and not optional_model_available(name):
+            if entry.optional and not optional_model_available(name):
                 self.stdout.write(f"skip {name}: optional packages not installed")
                 continue
             try:

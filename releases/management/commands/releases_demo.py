@@ -21,7 +21,7 @@ from django.utils import timezone
 # (tier, share of traffic, median first-chunk ms, prompt tokens, completion tokens, model)
 TIERS = [
     ("L1", 0.80, 320.0, 110, 24, "gemma3-270m-q4km"),
-    ("L2", 0.12, 850.0, 420, 90, "qwen2.5-0.5b-instruct-q4km"),
+    ("L2", 0.12, 850.0, 420, 90, "qwen2.5-coder-0.5b-instruct-q4km"),
     ("L3", 0.03, 1900.0, 600, 220, "gpt-4o-mini"),
     ("clarify", 0.05, 40.0, 0, 0, ""),
 ]
