@@ -17,7 +17,7 @@ from django.urls import path  # noqa: E402
 
 from chatbot import wsroutes  # noqa: E402
 from config.checks import refuse_unsafe_start  # noqa: E402
-from config.origin import allowed_hosts_origin_validator  # noqa: E402
+from config.origin import widget_origin_validator  # noqa: E402
 from desk import wsroutes as desk_wsroutes  # noqa: E402
 
 # Daphne runs no system checks: DEBUG or a published key on a public host, or demo
@@ -28,7 +28,7 @@ application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         # A refused origin is closed with 4403, which the browser can see (config/origin.py).
-        "websocket": allowed_hosts_origin_validator(
+        "websocket": widget_origin_validator(
             URLRouter(
                 [
                     # Shoppers have no Django session or user: their handshake never waits

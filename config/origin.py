@@ -41,7 +41,8 @@ class VisibleOriginValidator(OriginValidator):
             return None
         # One line, no traceback: a misconfigured embed would otherwise flood the log.
         logger.warning(
-            "websocket %s refused: origin %s is not in DJANGO_ALLOWED_HOSTS",
+            "websocket %s refused: origin %s is not in TIERDESK_WIDGET_ORIGINS"
+            " (nor DJANGO_ALLOWED_HOSTS)",
             scope.get("path", ""),
             origin.geturl() if origin else "(none)",
         )
@@ -50,10 +51,12 @@ class VisibleOriginValidator(OriginValidator):
         return None
 
 
-def allowed_hosts_origin_validator(application: Any) -> VisibleOriginValidator:
-    """Origins must be in ``ALLOWED_HOSTS`` (as Channels' ``AllowedHostsOriginValidator``;
-    DEBUG adds localhost as Django does)."""
+def widget_origin_validator(application: Any) -> VisibleOriginValidator:
+    """Origins must be a shop site that embeds the widget (``TIERDESK_WIDGET_ORIGINS``,
+    scheme, host and port) or one of ``ALLOWED_HOSTS`` (Tierdesk's own pages, any
+    scheme and port, as Channels' ``AllowedHostsOriginValidator``; DEBUG adds localhost
+    as Django does)."""
     allowed = list(settings.ALLOWED_HOSTS)
     if settings.DEBUG and not allowed:
         allowed = ["localhost", "127.0.0.1", "[::1]"]
-    return VisibleOriginValidator(application, allowed)
+    return VisibleOriginValidator(application, [*allowed, *settings.TIERDESK_WIDGET_ORIGINS])

@@ -24,6 +24,7 @@ from chatbot.handoff import agent_display_name
 from chatbot.models import Conversation
 
 from . import services
+from .cors import widget_cors
 
 MAX_QUESTION = 4000
 
@@ -43,6 +44,7 @@ def desk(request: HttpRequest) -> HttpResponse:
 
 
 @csrf_exempt  # the widget lives on the shop's pages; the session key authorises it
+@widget_cors  # their origins: TIERDESK_WIDGET_ORIGINS (desk/cors.py)
 @require_POST
 def ticket_new(request: HttpRequest) -> JsonResponse:
     try:

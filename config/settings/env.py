@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dotenv
 from django.core.exceptions import ImproperlyConfigured
@@ -74,3 +75,35 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None or raw == "":
         return list(default)
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def origin_parse(name: str, value: str) -> str:
+    """One web origin as a browser sends it in ``Origin``: lower-case scheme and host,
+    the port only when it is not the scheme's default."""
+    parts = urlsplit(value.strip().rstrip("/").lower())
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if (
+        parts.scheme not in {"http", "https"}
+        or not parts.hostname
+        or parts.path
+        or parts.query
+        or parts.fragment
+        or parts.username
+        or port == -1
+        or "*" in value
+    ):
+        raise ImproperlyConfiguredEnv(
+            f"{name}: {value!r} is not an origin; write each site as scheme://host[:port], "
+            "e.g. https://shop.example.com (comma-separated, no path)"
+        )
+    default = {"http": 80, "https": 443}[parts.scheme]
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{port}" if port and port != default else "")
+
+
+def env_origins(name: str) -> list[str]:
+    """A comma-separated list of web origins (``origin_parse``); empty when unset."""
+    return [origin_parse(name, item) for item in env_list(name, [])]

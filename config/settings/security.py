@@ -9,7 +9,7 @@ from datetime import timedelta
 from csp.constants import NONE, SELF
 
 from .core import PRODUCTION, TIERDESK_ENV
-from .env import ImproperlyConfiguredEnv, env_bool, env_int, env_list, env_str
+from .env import ImproperlyConfiguredEnv, env_bool, env_int, env_list, env_origins, env_str
 
 DEV_SECRET_KEY = "dev-only-insecure-secret-key-change-me-0123456789abcdefghijklmnop"
 # An empty value (as in .env.example) means "not set", never an empty key.
@@ -37,6 +37,13 @@ if PRODUCTION:
 DEBUG = env_bool("DJANGO_DEBUG", TIERDESK_ENV == "development")
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+# The shop's own sites that embed the widget from Tierdesk's host (docs/widget.md, "On
+# the shop's own domain"), as origins: "https://www.shop.example.com", with the port
+# where it is not the scheme's default. The WebSocket origin check (config/origin.py)
+# and the ticket form's endpoint (desk/cors.py) admit these pages besides Tierdesk's
+# own (ALLOWED_HOSTS). The widget's static files are public and answer any origin.
+TIERDESK_WIDGET_ORIGINS = env_origins("TIERDESK_WIDGET_ORIGINS")
 
 SESSION_COOKIE_SECURE = PRODUCTION
 CSRF_COOKIE_SECURE = PRODUCTION

@@ -18,7 +18,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -267,15 +267,23 @@ def server_env(database_url: str, extra: dict[str, str] | None = None) -> dict[s
 
 
 def daphne_start(
-    env: dict[str, str], log: Path, *, port: int | None = None
+    env: dict[str, str], log: Path, *, port: int | None = None, args: Sequence[str] = ()
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Daphne on ``port`` (default a free one) of 127.0.0.1, in its own process group,
-    answering /healthz."""
+    answering /healthz; ``args`` go before the application (``--proxy-headers``)."""
     port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     with log.open("a") as out:
         proc = subprocess.Popen(
-            [_bin("daphne"), "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
+            [
+                _bin("daphne"),
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                *args,
+                "config.asgi:application",
+            ],
             cwd=REPO,
             env=env,
             stdout=out,

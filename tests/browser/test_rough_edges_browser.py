@@ -35,7 +35,7 @@ def test_reload_keeps_the_yes_no_of_a_pending_confirmation(
 
 @pytest.fixture
 def foreign_page(daphne_server: LiveServer) -> Iterator[str]:
-    """Another shop's page on 127.0.0.2 (not in DJANGO_ALLOWED_HOSTS), embedding the
+    """Another shop's page on 127.0.0.2 (not in TIERDESK_WIDGET_ORIGINS), embedding the
     widget from the live server and pointing it at the live server's socket."""
     base = daphne_server.url
     html = (
@@ -74,6 +74,6 @@ def test_a_refused_origin_stops_the_widget_with_a_reason(
     assert result["status"] == "Chat isn't available on this page."
     errors = [line for line in result["console"] if "refused the connection" in line]
     assert len(errors) == 1, result["console"]  # once: no retry loop
-    assert origin in errors[0] and "DJANGO_ALLOWED_HOSTS" in errors[0]
+    assert origin in errors[0] and "TIERDESK_WIDGET_ORIGINS" in errors[0]
     log = daphne_server.log.read_text(errors="replace")
-    assert f"origin {origin} is not in DJANGO_ALLOWED_HOSTS" in log
+    assert f"origin {origin} is not in TIERDESK_WIDGET_ORIGINS" in log

@@ -20,6 +20,7 @@ export const botcheck = {
   wasm: null,
   ready: null,
   failed: false,
+  error: "",
   record(kind, t, x = 0, y = 0) {
     const ev = this.events;
     if (ev.length >= EV_CAP) ev.splice(0, EV_CAP / 4);
@@ -42,8 +43,18 @@ export const botcheck = {
           this.wasm = instance.exports;
           return this.wasm;
         })
-        .catch(() => {
-          this.failed = true; // without it messages go unsigned; the server decides
+        .catch((err) => {
+          // Said once, with the URL and the cause: a shop page on another origin whose
+          // server sends no Access-Control-Allow-Origin for the static files shows up
+          // here as a failed fetch. What the widget does next depends on the server's
+          // mode (frames.js, _sendMessage): unsigned in monitor, not sent otherwise.
+          this.failed = true;
+          this.error = String((err && err.message) || err);
+          console.error(
+            `tierdesk-chat: the bot-check module did not load from ${WASM_URL} (${this.error}). ` +
+              "A server that checks messages (TIERDESK_BOTCHECK challenge or enforce) refuses them without it: " +
+              "serve botcheck.wasm beside widget.js, with Access-Control-Allow-Origin for this page's origin (docs/widget.md).",
+          );
           return null;
         });
     }

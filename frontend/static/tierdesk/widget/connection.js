@@ -130,7 +130,7 @@ export const connection = {
     const why =
       this._lastError === "bot_check_required"
         ? "it sent no bot-check fingerprint (the bot-check module did not load; docs/botcheck.md)"
-        : `this page's origin (${location.origin}) is not in the server's DJANGO_ALLOWED_HOSTS (docs/widget.md)`;
+        : `this page's origin (${location.origin}) is not in the server's TIERDESK_WIDGET_ORIGINS (docs/widget.md)`;
     console.error(`tierdesk-chat: ${this._endpoint()} refused the connection (close code ${CLOSE_REFUSED}): ${why}. Not retrying.`);
   },
 

@@ -70,7 +70,7 @@ export const frames = {
     const token = this.getAttribute("token");
     if (token) this._send({ type: "identify", token });
     const bc = f.botcheck;
-    this._bc = bc && typeof bc.nonce === "string" ? { nonce: bc.nonce, seq: 0 } : null;
+    this._bc = bc && typeof bc.nonce === "string" ? { nonce: bc.nonce, seq: 0, mode: bc.mode || "enforce" } : null;
     // Re-sent messages are signed again: a new socket has a new nonce.
     for (const [id, p] of this._pending) this._sendMessage(id, p);
     this._startPing();
@@ -140,6 +140,7 @@ export const frames = {
     if (this._bc) {
       // Still loading: _submit signs and sends it once the module is there.
       if (!p.f && !botcheck.failed) return !!this._ws && this._ws.readyState === WebSocket.OPEN;
+      if (!p.f && this._bc.mode !== "monitor") return this._botcheckMissing(id, p);
       if (p.f) {
         this._bc.seq += 1;
         const bot = botcheck.sign(p.f, this._bc.nonce, this._bc.seq, p.text);
@@ -147,6 +148,19 @@ export const frames = {
       }
     }
     return this._send(frame);
+  },
+
+  // The module did not load and this server refuses unsigned messages (it would close
+  // the socket): the message is not sent, and the shopper is told so instead of
+  // waiting for a reply that never comes (the console has the cause: botcheck.js).
+  _botcheckMissing(id, p) {
+    this._pending.delete(id);
+    this._saveOutbox();
+    p.node.setAttribute("data-status", "refused");
+    p.node.querySelector(".note")?.remove();
+    this.setAttribute("data-botcheck", "failed");
+    this._system(this._t.botcheckMissing, "error").setAttribute("data-code", "botcheck_unavailable");
+    return true;
   },
 
   // Bot-check refusals name the message (reply_to): a challenge keeps it pending

@@ -20,6 +20,7 @@ export const STRINGS = {
     busy: (n) => `We're busy right now: you are number ${n} in line. Your messages are saved and answered in turn.`,
     busyLoad: "We're busy right now: your message is saved and answered in a moment.",
     confirmHuman: "Send my message",
+    botcheckMissing: "Messages can't be sent from this page: its security check didn't load. Please reload the page or try again later.",
     yes: "Yes",
     no: "No",
     tiers: { L1: "fast", L2: "knowledge", L3: "expert", clarify: "clarifying" },
@@ -72,6 +73,7 @@ export const STRINGS = {
     busy: (n) => `\u5f53\u524d\u54a8\u8be2\u4eba\u6570\u8f83\u591a\uff0c\u60a8\u6392\u5728\u7b2c ${n} \u4f4d\u3002\u6d88\u606f\u5df2\u4fdd\u5b58\uff0c\u5c06\u6309\u987a\u5e8f\u56de\u590d\u3002`,
     busyLoad: "\u5f53\u524d\u54a8\u8be2\u4eba\u6570\u8f83\u591a\uff0c\u60a8\u7684\u6d88\u606f\u5df2\u4fdd\u5b58\uff0c\u7a0d\u540e\u5373\u56de\u590d\u3002",
     confirmHuman: "\u786e\u8ba4\u53d1\u9001",
+    botcheckMissing: "\u6d88\u606f\u65e0\u6cd5\u4ece\u6b64\u9875\u9762\u53d1\u9001\uff1a\u5b89\u5168\u68c0\u67e5\u672a\u80fd\u52a0\u8f7d\u3002\u8bf7\u5237\u65b0\u9875\u9762\u6216\u7a0d\u540e\u518d\u8bd5\u3002",
     // The words the bot's questions ask for: "（是 / 否）", 回复“是”…回复“否” (reply templates).
     yes: "\u662f",
     no: "\u5426",
