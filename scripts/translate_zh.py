@@ -16,6 +16,27 @@ from pathlib import Path
 PO = Path(__file__).resolve().parent.parent / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
 
 ZH = {
+    # the catalogue in the admin (shop/admin_catalogue.py, shop/models.py, its templates);
+    # the import page's plural error line is written in the .po directly
+    "CSV or JSON file": "CSV 或 JSON 文件",
+    "Remove what the file does not list": "删除文件中未列出的商品",
+    "Products and variants not in the file are deleted.": "文件中没有的商品和规格将被删除。",
+    "Upload a .csv or .json file.": "请上传 .csv 或 .json 文件。",
+    "The file is larger than %(mb)d MB.": "文件大于 %(mb)d MB。",
+    "Imported %(file)s: %(totals)s.": "已导入 %(file)s：%(totals)s。",
+    "nothing changed": "没有变化",
+    "Import the catalogue": "导入商品目录",
+    "category": "类别",
+    "SKU": "SKU",
+    "options": "选项",
+    'e.g. {"color": "navy", "size": "large"}': '例如 {"color": "navy", "size": "large"}',
+    "available": "有货",
+    "Import CSV or JSON": "导入 CSV 或 JSON",
+    'One row per SKU. CSV columns: <code>sku</code>, <code>name</code>, <code>price</code> (required); <code>product_id</code> (rows sharing it are one product\'s variants), <code>category</code>, <code>currency</code>, <code>options</code> (<code>color=navy; size=large</code>), <code>available</code> (true/false), <code>description</code>. JSON: <code>{"products": [{"product_id", "name", "variants": [{"sku", "price", "options": {...}}]}]}</code>. See docs/catalogue.md.': '每个 SKU 一行。CSV 列：<code>sku</code>、<code>name</code>、<code>price</code>（必填）；<code>product_id</code>（相同的行是同一商品的不同规格）、<code>category</code>、<code>currency</code>、<code>options</code>（<code>color=navy; size=large</code>）、<code>available</code>（true/false）、<code>description</code>。JSON：<code>{"products": [{"product_id", "name", "variants": [{"sku", "price", "options": {...}}]}]}</code>。详见 docs/catalogue.md。',
+    "Prices are in the shop's currency, %(currency)s (shop profile). Rows are matched by SKU, so importing the same file again changes nothing. A file with any error is not imported at all.": "价格使用店铺货币 %(currency)s（店铺资料）。各行按 SKU 匹配，因此再次导入同一文件不会有任何变化。文件中只要有一处错误，就不会导入任何内容。",
+    "Where": "位置",
+    "Field": "字段",
+    "Problem": "问题",
     # the synonym sets' and conflicts' model and choice names (knowledge/models.py)
     "equivalent: all the terms mean the same": "同义：这些词语意思相同",
     "broader: each term is covered by the target": "上位：每个词语都被上位词涵盖",
