@@ -4,7 +4,7 @@ from django.utils.translation import gettext_lazy as _
 
 class ShopConfig(AppConfig):
     name = "shop"
-    verbose_name = _("Shop profile")
+    verbose_name = _("Shop")
 
     def ready(self) -> None:
         from . import profile
