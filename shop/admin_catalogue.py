@@ -21,6 +21,17 @@ from .profile import shop_profile
 # thousands of SKUs is a few MB; anything bigger belongs in the HTTP sync.
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 
+# The import's counts as the success message names them (ImportResult.counts()).
+TOTAL_LABELS = {
+    "products_created": _("products created"),
+    "products_updated": _("products updated"),
+    "variants_created": _("variants created"),
+    "variants_updated": _("variants updated"),
+    "unchanged": _("unchanged"),
+    "variants_removed": _("variants removed"),
+    "products_removed": _("products removed"),
+}
+
 
 class CatalogueImportForm(forms.Form):
     file = forms.FileField(label=_("CSV or JSON file"))
@@ -105,7 +116,7 @@ class ProductAdmin(admin.ModelAdmin):
             )
             if result.ok:
                 totals = ", ".join(
-                    f"{k.replace('_', ' ')} {v}" for k, v in result.counts().items() if v
+                    f"{TOTAL_LABELS[k]} {v}" for k, v in result.counts().items() if v
                 )
                 messages.success(
                     request,

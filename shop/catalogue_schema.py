@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 CSV_COLUMNS = (
     "sku",
     "product_id",
@@ -83,6 +85,10 @@ class Parsed:
         return sum(len(p.variants) for p in self.products)
 
 
+def _line(number: int) -> str:
+    return _("line %(n)d") % {"n": number}
+
+
 class _Errors:
     def __init__(self, errors: list[RowError]) -> None:
         self.errors = errors
@@ -95,12 +101,12 @@ class _Errors:
 def options_check(options: Any) -> str:
     """Why ``options`` is not a flat {name: value} object of texts, or ""."""
     if not isinstance(options, dict):
-        return 'must be an object of option names and values, e.g. {"color": "navy"}'
+        return _('must be an object of option names and values, e.g. {"color": "navy"}')
     for key, value in options.items():
         if not isinstance(key, str) or not key.strip():
-            return "an option name is empty"
+            return _("an option name is empty")
         if not isinstance(value, str | int | float) or isinstance(value, bool):
-            return f"option {key!r} must have a text value"
+            return _("option %(name)s must have a text value") % {"name": repr(key)}
     return ""
 
 
@@ -108,32 +114,48 @@ def _text(value: Any, name: str, where: str, errors: _Errors, *, required: bool 
     if value is None:
         value = ""
     if not isinstance(value, str):
-        errors.add(where, name, "must be text")
+        errors.add(where, name, _("must be text"))
         return ""
     value = value.strip()
     if required and not value:
-        errors.add(where, name, "is required")
+        errors.add(where, name, _("is required"))
     elif len(value) > _MAX[name]:
-        errors.add(where, name, f"is longer than {_MAX[name]} characters")
+        errors.add(where, name, _("is longer than %(n)d characters") % {"n": _MAX[name]})
     elif name in ("sku", "product_id") and value and not _ID.match(value):
-        errors.add(where, name, f"{value!r}: use letters, digits and . _ - : / only, no spaces")
+        errors.add(
+            where,
+            name,
+            _("%(value)s: use letters, digits and . _ - : / only, no spaces")
+            % {"value": repr(value)},
+        )
     return value
 
 
 def _price(value: Any, where: str, errors: _Errors) -> Decimal | None:
     if isinstance(value, bool) or value is None or value == "":
-        errors.add(where, "price", "is required")
+        errors.add(where, "price", _("is required"))
         return None
     try:
         price = Decimal(str(value).strip())
     except InvalidOperation:
-        errors.add(where, "price", f"{value!r} is not a number (write 19.99, no symbol)")
+        errors.add(
+            where,
+            "price",
+            _("%(value)s is not a number (write 19.99, no symbol)") % {"value": repr(value)},
+        )
         return None
     if not price.is_finite() or price < 0 or price > _MAX_PRICE:
-        errors.add(where, "price", f"{value!r} must be between 0 and {_MAX_PRICE}")
+        errors.add(
+            where,
+            "price",
+            _("%(value)s must be between 0 and %(max)s")
+            % {"value": repr(value), "max": _MAX_PRICE},
+        )
         return None
     if price != price.quantize(Decimal("0.01")):
-        errors.add(where, "price", f"{value!r} has more than two decimal places")
+        errors.add(
+            where, "price", _("%(value)s has more than two decimal places") % {"value": repr(value)}
+        )
         return None
     return price.quantize(Decimal("0.01"))
 
@@ -144,8 +166,11 @@ def _currency(value: Any, shop_currency: str, where: str, errors: _Errors) -> No
         errors.add(
             where,
             "currency",
-            f"{code} is not the shop's currency {shop_currency} (shop profile); "
-            "convert the price or leave the column empty",
+            _(
+                "%(code)s is not the shop's currency %(shop)s (shop profile); "
+                "convert the price or leave the column empty"
+            )
+            % {"code": code, "shop": shop_currency},
         )
 
 
@@ -159,7 +184,11 @@ def _available(value: Any, where: str, errors: _Errors) -> bool:
         return True
     if text in _FALSE:
         return False
-    errors.add(where, "available", f"{value!r}: write true or false (or yes, no, sold out)")
+    errors.add(
+        where,
+        "available",
+        _("%(value)s: write true or false (or yes, no, sold out)") % {"value": repr(value)},
+    )
     return True
 
 
@@ -168,7 +197,11 @@ def _options_csv(value: str, where: str, errors: _Errors) -> dict[str, str]:
     for part in (p for p in value.split(";") if p.strip()):
         name, sep, option = part.partition("=")
         if not sep or not name.strip() or not option.strip():
-            errors.add(where, "options", f"{part.strip()!r}: write name=value; name=value")
+            errors.add(
+                where,
+                "options",
+                _("%(value)s: write name=value; name=value") % {"value": repr(part.strip())},
+            )
             continue
         options[name.strip()] = option.strip()
     return options
@@ -198,15 +231,24 @@ def _product_add(
             errors.add(
                 where,
                 name,
-                f"{getattr(record, name)!r} differs from {getattr(seen, name)!r} given for "
-                f"product {record.product_id} at {seen.where}",
+                _("%(value)s differs from %(seen)s given for product %(product)s at %(where)s")
+                % {
+                    "value": repr(getattr(record, name)),
+                    "seen": repr(getattr(seen, name)),
+                    "product": record.product_id,
+                    "where": seen.where,
+                },
             )
     return seen
 
 
 def _sku_add(skus: dict[str, str], sku: str, where: str, errors: _Errors) -> bool:
     if sku in skus:
-        errors.add(where, "sku", f"{sku} is given twice (first at {skus[sku]})")
+        errors.add(
+            where,
+            "sku",
+            _("%(sku)s is given twice (first at %(where)s)") % {"sku": sku, "where": skus[sku]},
+        )
         return False
     skus[sku] = where
     return True
@@ -219,37 +261,45 @@ def csv_parse(data: bytes, *, shop_currency: str) -> Parsed:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        errors.add("the file", "encoding", f"is not UTF-8 (byte {exc.start}); save it as UTF-8")
+        errors.add(
+            _("the file"),
+            "encoding",
+            _("is not UTF-8 (byte %(n)d); save it as UTF-8") % {"n": exc.start},
+        )
         return parsed
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = [(name or "").strip().lower() for name in reader.fieldnames or []]
     if not header:
-        errors.add("line 1", "header", "the file is empty; the first line names the columns")
+        errors.add(_line(1), "header", _("the file is empty; the first line names the columns"))
         return parsed
     unknown = [name for name in header if name not in CSV_COLUMNS]
     missing = [name for name in CSV_REQUIRED if name not in header]
     if unknown:
         errors.add(
-            "line 1",
+            _line(1),
             "header",
-            f"unknown column {', '.join(map(repr, unknown))}; "
-            f"the columns are {', '.join(CSV_COLUMNS)}",
+            _("unknown column %(names)s; the columns are %(columns)s")
+            % {"names": ", ".join(map(repr, unknown)), "columns": ", ".join(CSV_COLUMNS)},
         )
     if missing:
-        errors.add("line 1", "header", f"missing column {', '.join(map(repr, missing))}")
+        errors.add(
+            _line(1),
+            "header",
+            _("missing column %(names)s") % {"names": ", ".join(map(repr, missing))},
+        )
     if unknown or missing:
         return parsed
     reader.fieldnames = header
     by_id: dict[str, ProductRecord] = {}
     skus: dict[str, str] = {}
     for row in reader:
-        where = f"line {reader.line_num}"
+        where = _line(reader.line_num)
         if None in row:
             errors.add(
                 where,
                 "row",
-                f"has {len(header) + len(row[None])} cells, the header "
-                f"{len(header)}: quote values that hold a comma",
+                _("has %(cells)d cells, the header %(header)d: quote values that hold a comma")
+                % {"cells": len(header) + len(row[None]), "header": len(header)},
             )
             continue
         if not any((v or "").strip() for v in row.values()):
@@ -283,18 +333,18 @@ def json_parse(data: bytes | Any, *, shop_currency: str) -> Parsed:
         try:
             data = json.loads(data)
         except ValueError as exc:
-            errors.add("the file", "JSON", f"is not valid JSON: {exc}")
+            errors.add(_("the file"), "JSON", _("is not valid JSON: %(error)s") % {"error": exc})
             return parsed
     products = data.get("products") if isinstance(data, dict) else data
     if not isinstance(products, list):
-        errors.add("the document", "products", 'must be a list: {"products": [...]}')
+        errors.add(_("the document"), "products", _('must be a list: {"products": [...]}'))
         return parsed
     by_id: dict[str, ProductRecord] = {}
     skus: dict[str, str] = {}
     for i, item in enumerate(products):
         where = f"products[{i}]"
         if not isinstance(item, dict):
-            errors.add(where, "product", "must be an object")
+            errors.add(where, "product", _("must be an object"))
             continue
         record = ProductRecord(
             product_id=_text(item.get("product_id"), "product_id", where, errors, required=True),
@@ -305,13 +355,13 @@ def json_parse(data: bytes | Any, *, shop_currency: str) -> Parsed:
         )
         variants = item.get("variants")
         if not isinstance(variants, list) or not variants:
-            errors.add(where, "variants", "must be a list of at least one variant")
+            errors.add(where, "variants", _("must be a list of at least one variant"))
             continue
         product = _product_add(by_id, record, where, errors) if record.product_id else None
         for j, variant in enumerate(variants):
             vwhere = f"{where}.variants[{j}]"
             if not isinstance(variant, dict):
-                errors.add(vwhere, "variant", "must be an object")
+                errors.add(vwhere, "variant", _("must be an object"))
                 continue
             sku = _text(variant.get("sku"), "sku", vwhere, errors, required=True)
             price = _price(variant.get("price"), vwhere, errors)
@@ -332,5 +382,11 @@ def catalogue_parse(data: bytes, *, filename: str, shop_currency: str) -> Parsed
     if name.endswith(".json"):
         return json_parse(data, shop_currency=shop_currency)
     parsed = Parsed()
-    parsed.errors.append(RowError("the file", "name", f"{filename!r}: send a .csv or .json file"))
+    parsed.errors.append(
+        RowError(
+            _("the file"),
+            "name",
+            _("%(name)s: send a .csv or .json file") % {"name": repr(filename)},
+        )
+    )
     return parsed

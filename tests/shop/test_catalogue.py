@@ -215,6 +215,14 @@ def test_admin_upload_shows_each_error_then_imports_a_good_file(support_admin: C
     assert "bad.csv: 8 errors. Nothing was imported" in html
     assert "<td>line 4</td><td><code>sku</code></td><td>is required</td>" in html
     assert not Product.objects.exists()
+    # A support admin reading the admin in Chinese gets the errors in Chinese.
+    zh = support_admin.post(
+        url,
+        {"file": SimpleUploadedFile("bad.csv", BAD_CSV.encode())},
+        headers={"accept-language": "zh-hans"},
+    ).content.decode()
+    assert "<td>第 4 行</td><td><code>sku</code></td><td>必填</td>" in zh
+    assert "EUR 不是店铺货币 USD" in zh
 
     good = support_admin.post(url, {"file": SimpleUploadedFile("t.csv", GOOD_CSV.encode())})
     assert good.status_code == 302 and good["Location"] == "/admin/shop/product/"
