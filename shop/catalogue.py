@@ -3,10 +3,16 @@ quotes products) reads products, options and prices from. Blocking (ORM)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.db.models import Q
+
 from .models import Product
+
+# A single letter would match nearly every product name; two keeps names like "TV".
+MIN_NAME_WORD = 2
 
 
 @dataclass(frozen=True)
@@ -26,8 +32,19 @@ class ProductFacts:
     variants: tuple[VariantFacts, ...]
 
 
-def catalogue_products() -> list[ProductFacts]:
-    """Every product with its variants, by name."""
+def catalogue_products(*, name_words: Iterable[str] | None = None) -> list[ProductFacts]:
+    """Every product with its variants, by name; with ``name_words``, only products
+    whose name contains one of them (case-insensitive), so a turn reads the few
+    products a question may name, not a catalogue of thousands."""
+    rows = Product.objects.prefetch_related("variants")
+    if name_words is not None:
+        words = {w for w in name_words if len(w) >= MIN_NAME_WORD}
+        if not words:
+            return []
+        match = Q()
+        for word in words:
+            match |= Q(name__icontains=word)
+        rows = rows.filter(match)
     return [
         ProductFacts(
             product_id=p.product_id,
@@ -44,7 +61,7 @@ def catalogue_products() -> list[ProductFacts]:
                 for v in p.variants.all()
             ),
         )
-        for p in Product.objects.prefetch_related("variants")
+        for p in rows
     ]
 
 

@@ -280,7 +280,7 @@ def catalogue_rows(*, question: str, limit: int) -> tuple[list[CatalogueRow], li
     asked = {_stem(w) for w in _WORD.findall(question.lower())}
     named = [
         product
-        for product in catalogue_products()
+        for product in catalogue_products(name_words=asked)
         if _head(product.name) in asked
         or " ".join(_WORD.findall(product.name.lower())) in question.lower()
     ]

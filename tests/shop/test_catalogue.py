@@ -283,3 +283,14 @@ def test_l3_rows_print_the_shops_currency() -> None:
     assert [p.name for p in catalogue_products()] == ["Camp Mug", "Trail Tent"]
     # A USD file no longer fits this shop.
     assert _errors(GOOD_CSV, "t.csv") == [("line 2", "currency")]
+
+
+def test_l3_reads_only_the_products_a_question_may_name() -> None:
+    catalogue_import_file(GOOD_CSV.encode(), filename="t.csv")
+    catalogue_import_file(b"sku,name,price\nTV-1,TV,399\n", filename="tv.csv")
+    assert [p.name for p in catalogue_products(name_words={"tent", "the"})] == ["Trail Tent"]
+    assert catalogue_products(name_words={"a"}) == []
+    rows, named = catalogue_rows(question="is the TV in stock?", limit=5)
+    assert named == ["TV"] and rows[0].price == Decimal("399.00")
+    rows, named = catalogue_rows(question="do you sell mugs and tents?", limit=5)
+    assert sorted(named) == ["Camp Mug", "Trail Tent"] and len(rows) == 3
