@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import models
 from django.db.models import Count, Max, Min, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -56,6 +57,10 @@ class VariantInline(admin.TabularInline):
     model = ProductVariant
     fields = ("sku", "options", "price", "available")
     extra = 0
+    # Options are one short object a row: the default ten-line box made each row tall.
+    formfield_overrides = {
+        models.JSONField: {"widget": forms.Textarea(attrs={"rows": 2, "cols": 48})},
+    }
 
 
 @admin.register(Product)
