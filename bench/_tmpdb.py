@@ -36,10 +36,11 @@ def django_on_temp_sqlite(*, shop: bool) -> Iterator[None]:
 
         intents_seed()
         if shop:
-            from chatbot.orders.seed import shop_seed
+            from chatbot.orders.seed import catalogue_seed, shop_seed
             from routing.seed_templates import templates_seed
 
             shop_seed()
+            catalogue_seed()
             templates_seed()
         yield
     finally:

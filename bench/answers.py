@@ -129,7 +129,7 @@ def knowledge_prepare(card_role: str) -> dict[str, Any]:
     from django.test import override_settings
 
     from bench.rag import database_reset
-    from chatbot.orders.seed import shop_seed
+    from chatbot.orders.seed import catalogue_seed, shop_seed
     from knowledge import cards, services
     from knowledge.models import AnswerCard, Document
     from knowledge.seed import knowledge_seed
@@ -139,6 +139,7 @@ def knowledge_prepare(card_role: str) -> dict[str, Any]:
     database_reset(os.environ["DATABASE_URL"])
     call_command("migrate", verbosity=0)
     shop_seed()
+    catalogue_seed()
     intents_seed()
     templates_seed()
     knowledge_seed()
@@ -409,12 +410,10 @@ def _allowed_facts(customer_id: str) -> set[str]:
         allowed.add(f"{order.total:.2f}")
         allowed.update(f"{r:.2f}" for r in order.refunds)
         allowed.update(f"{item.price:.2f}" for item in order.items)
-    from chatbot.orders.models import Product
+    from shop.catalogue import catalogue_products
 
-    for product in Product.objects.all():
-        for variant in (product.variants or {}).values():
-            if isinstance(variant, dict) and "price" in variant:
-                allowed.add(f"{float(variant['price']):.2f}")
+    for product in catalogue_products():
+        allowed.update(f"{variant.price:.2f}" for variant in product.variants)
     for option in service.shipping_options():
         allowed.add(f"{option.price:.2f}")
     for text in Chunk.objects.values_list("text", flat=True):

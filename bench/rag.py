@@ -217,11 +217,12 @@ def ingestion_bench() -> dict[str, Any]:
     from knowledge.seed import knowledge_seed
 
     call_command("migrate", verbosity=0)
-    from chatbot.orders.seed import shop_seed
+    from chatbot.orders.seed import catalogue_seed, shop_seed
     from routing.seed import intents_seed
     from routing.seed_templates import templates_seed
 
     shop_seed()
+    catalogue_seed()
     intents_seed()
     templates_seed()
     knowledge_seed()

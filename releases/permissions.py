@@ -4,7 +4,8 @@
   roll back), the console and the metrics; read-only on conversations and ratings.
   Not the knowledge base or the router's content: grant those per user if needed.
 - "support admins": the knowledge base, intents, utterances, templates, slot patterns
-  and rules, the shop profile (order-id forms, return policy), and reading
+  and rules, the shop profile (order-id forms, return policy), the catalogue
+  (products, variants, the CSV/JSON import), and reading
   conversations and ratings. Not releases or weights.
 
 The group permissions are re-applied at each migrate: extra rights belong on users
@@ -39,6 +40,7 @@ GROUP_PERMISSIONS: dict[str, list[str]] = {
                 ("knowledge", ("document", "chunk", "answercard", "deletedseeddocument")),
                 ("knowledge", ("knowledgeconflict",)),
                 ("routing", ("intent", "utterance", "replytemplate", "slotpattern", "rule")),
+                ("shop", ("product", "productvariant")),
             )
             for model in models
             for action in ("add", "change", "delete", "view")

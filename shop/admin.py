@@ -1,5 +1,5 @@
 """The shop profile in the admin: one row, validated by ShopProfile.clean (every spec
-and policy value parsed, each error on its field)."""
+and policy value parsed, each error on its field). The catalogue: admin_catalogue.py."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from django.contrib import admin
 from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 
+# admin_catalogue registers the catalogue's admin (products, variants, the import page).
+from . import admin_catalogue  # noqa: F401
 from .models import SINGLETON_PK, ShopProfile
 
 

@@ -1,5 +1,9 @@
-"""The one ShopProfile row. Support admins edit it in the admin; shop/profile.py reads
-it (cached) and every flow, template and check asks that service, never this model."""
+"""The shop's own data: the one ShopProfile row, and the catalogue (Product, ProductVariant).
+
+Support admins edit both in the admin. shop/profile.py reads the profile (cached) and
+every flow, template and check asks that service, never the model; shop/catalogue.py
+is the one reader of the catalogue, and shop/catalogue_import.py its one writer apart
+from the admin's forms."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -88,3 +93,60 @@ class ShopProfile(models.Model):
             for f in self._meta.concrete_fields
             if f.name not in ("id", "updated_at")
         }
+
+
+class Product(models.Model):
+    """A product of the shop's catalogue, as imported (CSV/JSON), synced from the shop's
+    HTTP API or edited here. L3 answers from these rows (shop/catalogue.py)."""
+
+    product_id = models.CharField(max_length=64, unique=True, verbose_name=_("product id"))
+    name = models.CharField(max_length=128, verbose_name=_("name"))
+    category = models.CharField(max_length=64, blank=True, verbose_name=_("category"))
+    description = models.TextField(blank=True, verbose_name=_("description"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
+
+    class Meta:
+        verbose_name = _("product")
+        verbose_name_plural = _("products")
+        ordering = ["name", "product_id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ProductVariant(models.Model):
+    """One option set of a product, sold under its own SKU (the order system's item id).
+    Prices are in the shop's currency (shop profile)."""
+
+    product = models.ForeignKey(
+        Product, on_delete=models.CASCADE, related_name="variants", verbose_name=_("product")
+    )
+    sku = models.CharField(max_length=64, unique=True, verbose_name=_("SKU"))
+    options = models.JSONField(
+        default=dict,
+        blank=True,
+        verbose_name=_("options"),
+        help_text=_('e.g. {"color": "navy", "size": "large"}'),
+    )
+    price = models.DecimalField(
+        max_digits=10,
+        decimal_places=2,
+        validators=[MinValueValidator(Decimal("0"))],
+        verbose_name=_("price"),
+    )
+    available = models.BooleanField(default=True, verbose_name=_("available"))
+
+    class Meta:
+        verbose_name = _("variant")
+        verbose_name_plural = _("variants")
+        ordering = ["product", "price", "sku"]
+
+    def __str__(self) -> str:
+        return self.sku
+
+    def clean(self) -> None:
+        from .catalogue_schema import options_check
+
+        message = options_check(self.options)
+        if message:
+            raise ValidationError({"options": message})

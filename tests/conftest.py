@@ -79,11 +79,12 @@ def model_files() -> None:
 
 @pytest.fixture
 def seeded_shop(db: None) -> None:
-    from chatbot.orders.seed import shop_seed
+    from chatbot.orders.seed import catalogue_seed, shop_seed
     from routing.seed import intents_seed
     from routing.seed_templates import templates_seed
 
     shop_seed()
+    catalogue_seed()
     intents_seed()
     templates_seed()
 

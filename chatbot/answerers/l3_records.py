@@ -32,6 +32,7 @@ from django.conf import settings
 
 from chatbot.orders.types import OrderFacts, OrderService, OrderServiceError
 from routing.order_ids import order_id_find
+from shop.profile import shop_profile
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ class CatalogueRow:
     options: dict[str, str]
     price: Decimal
     available: bool
+    currency: str  # the shop's currency symbol (shop profile), printed before the price
 
     def line(self, rank: int) -> str:
         # Commas only (no ";" or "but"): the entailment check aligns a claim with one
@@ -91,12 +93,16 @@ class CatalogueRow:
         # "sold out", not "not available": a negation in the row would read as a flipped
         # polarity against every claim aligned with it ("it costs $198").
         stock = "available" if self.available else "sold out"
-        return f"{rank}. {self.product}, item {self.item_id}, {opts}, price ${self.price}, {stock}."
+        return (
+            f"{rank}. {self.product}, item {self.item_id}, {opts}, "
+            f"price {self.currency}{self.price}, {stock}."
+        )
 
     def short(self) -> str:
         """The row as a shopper reads it (the abstain reply's extract)."""
         stock = "available" if self.available else "sold out"
-        return f"{self.product} ({', '.join(self.options.values())}) at ${self.price}, {stock}."
+        opts = f" ({', '.join(self.options.values())})" if self.options else ""
+        return f"{self.product}{opts} at {self.currency}{self.price}, {stock}."
 
 
 @dataclass
@@ -169,10 +175,11 @@ def _options(options: dict[str, str]) -> str:
     return ", ".join(v for v in options.values() if v.strip().lower() != "no")
 
 
-def order_line(order: OrderFacts) -> str:
-    """One order as one line of the prompt."""
+def order_line(order: OrderFacts, *, currency: str) -> str:
+    """One order as one line of the prompt; ``currency`` is the shop's symbol."""
+    cur = currency
     items = ", ".join(
-        item.name + (f" ({_options(item.options)})" if item.options else "") + f" ${item.price}"
+        item.name + (f" ({_options(item.options)})" if item.options else "") + f" {cur}{item.price}"
         for item in order.items
     )
     parts = [
@@ -180,7 +187,7 @@ def order_line(order: OrderFacts) -> str:
         f"placed {_day(order.placed_on)}",
         f"status {order.status}",
         f"items: {items}",
-        f"total ${order.total}",
+        f"total {cur}{order.total}",
         f"paid by {order.payment_method.replace('_', ' ')}",
     ]
     if order.carrier:
@@ -190,11 +197,11 @@ def order_line(order: OrderFacts) -> str:
     if order.estimated_delivery is not None:
         parts.append(f"estimated delivery {_day(order.estimated_delivery)}")
     if order.refunds:
-        parts.append("refunded " + " and ".join(f"${amount}" for amount in order.refunds))
+        parts.append("refunded " + " and ".join(f"{cur}{amount}" for amount in order.refunds))
     return ", ".join(parts) + "."
 
 
-def order_facts(order: OrderFacts) -> list[str]:
+def order_facts(order: OrderFacts, *, currency: str) -> list[str]:
     """The same order as short sentences, one fact each, for the entailment check.
 
     Why not the prompt's line: the check aligns a claim with one clause and wants the
@@ -203,22 +210,22 @@ def order_facts(order: OrderFacts) -> list[str]:
     says one thing. Written to the shopper ("Your order"), as the reply is: the check
     reads a capitalised first word the records never use as a name. No "no ..." in
     any of them: a negation would flip every claim aligned with it."""
-    oid = order.order_id
+    oid, cur = order.order_id, currency
     facts = [
         f"Your order {oid} has status {order.status}.",
         f"Your order {oid} was placed on {_day(order.placed_on)}.",
     ]
     for item in order.items:
         opts = f" ({_options(item.options)})" if item.options else ""
-        facts.append(f"Your order {oid} has a {item.name}{opts} at ${item.price}.")
+        facts.append(f"Your order {oid} has a {item.name}{opts} at {cur}{item.price}.")
     method = order.payment_method.replace("_", " ")
-    facts.append(f"Your order {oid} totals ${order.total}, paid by {method}.")
+    facts.append(f"Your order {oid} totals {cur}{order.total}, paid by {method}.")
     if order.carrier or order.tracking_ids:
         tracking = " and ".join(order.tracking_ids)
         facts.append(f"Your order {oid} ships with {order.carrier}, tracking {tracking}.")
     if order.estimated_delivery is not None:
         facts.append(f"Your order {oid} has estimated delivery {_day(order.estimated_delivery)}.")
-    facts.extend(f"Your order {oid} was refunded ${amount}." for amount in order.refunds)
+    facts.extend(f"Your order {oid} was refunded {cur}{amount}." for amount in order.refunds)
     return facts
 
 
@@ -238,7 +245,11 @@ def order_lines(
     if not orders:
         return [(labels["no_orders"], [labels["no_orders"]])], {"orders": 0}
     orders = sorted(orders, key=lambda o: o.placed_on, reverse=True)
-    lines = [(order_line(order), order_facts(order)) for order in orders[:limit]]
+    cur = shop_profile().currency_symbol
+    lines = [
+        (order_line(order, currency=cur), order_facts(order, currency=cur))
+        for order in orders[:limit]
+    ]
     if not any(order.refunds for order in orders):
         # Said outright, and first (the budget may cut the oldest orders): "why did my
         # refund take so long" must meet a fact, not a gap the model fills with a cause.
@@ -261,14 +272,15 @@ def _head(name: str) -> str:
 
 def catalogue_rows(*, question: str, limit: int) -> tuple[list[CatalogueRow], list[str]]:
     """Variants of the products the question names (by head noun, singular or plural),
-    dearest first (cheapest first if it asks for cheap), at most ``limit`` in all.
+    dearest first (cheapest first if it asks for cheap), at most ``limit`` in all, from
+    the shop's catalogue (``shop.catalogue``: imported, synced or edited in the admin).
     English product names only: a Chinese question names no product here."""
-    from chatbot.orders.models import Product
+    from shop.catalogue import catalogue_products
 
     asked = {_stem(w) for w in _WORD.findall(question.lower())}
     named = [
         product
-        for product in Product.objects.all()
+        for product in catalogue_products(name_words=asked)
         if _head(product.name) in asked
         or " ".join(_WORD.findall(product.name.lower())) in question.lower()
     ]
@@ -276,17 +288,19 @@ def catalogue_rows(*, question: str, limit: int) -> tuple[list[CatalogueRow], li
         return [], []
     cheap_first = bool(_CHEAP_WORDS.search(question))
     per_product = max(2, limit // len(named))
+    currency = shop_profile().currency_symbol
     rows: list[CatalogueRow] = []
     for product in named:
         variants = [
             CatalogueRow(
                 product=product.name,
-                item_id=str(item_id),
-                options={str(k): str(v) for k, v in (v.get("options") or {}).items()},
-                price=Decimal(str(v.get("price", 0))).quantize(Decimal("0.01")),
-                available=bool(v.get("available", False)),
+                item_id=v.sku,
+                options=v.options,
+                price=v.price,
+                available=v.available,
+                currency=currency,
             )
-            for item_id, v in (product.variants or {}).items()
+            for v in product.variants
         ]
         variants.sort(key=lambda r: (r.price, r.item_id), reverse=not cheap_first)
         rows.extend(variants[:per_product])

@@ -4,6 +4,10 @@ Support admins look orders up (by order id, email or customer id) while reading 
 conversation. Changes to orders go through the services (cancel, change address,
 return, exchange) so that refunds are recorded; the admin therefore only lets them correct delivery
 facts, and never add or delete shop records.
+
+The demo order system's own product table (models.Product: what an exchange checks,
+as a real shop's system would) is not shown: the catalogue the bot quotes is the
+shop's, edited and imported under Shop › Products (shop/admin_catalogue.py).
 """
 
 from __future__ import annotations
@@ -94,13 +98,6 @@ class ReturnRequestAdmin(_NoAddDelete, admin.ModelAdmin):
         "created_at",
         "updated_at",
     )
-
-
-@admin.register(models.Product)
-class ProductAdmin(_NoAddDelete, admin.ModelAdmin):
-    list_display = ("name", "product_id")
-    search_fields = ("name", "product_id")
-    readonly_fields = ("product_id", "name", "variants")
 
 
 @admin.register(models.ShippingOption)

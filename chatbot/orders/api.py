@@ -21,7 +21,9 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from . import order_wire
+from shop.catalogue import profile_category
+
+from . import order_wire, selectors
 from .backends import DjangoOrderService
 from .types import OrderNotAllowed, OrderNotFound, OrderServiceError
 
@@ -199,3 +201,31 @@ def order_exchange(request: HttpRequest, customer_id: str, order_id: str) -> Jso
 def item_variants(request: HttpRequest, item_id: str) -> JsonResponse:
     variants = _shop.item_variants(item_id=item_id)
     return JsonResponse({"variants": [order_wire.item_to_json(v) for v in variants]})
+
+
+# Products per page of GET products: a page stays well under a megabyte.
+CATALOGUE_PAGE_SIZE = 100
+
+
+@_api(method="GET")
+def products(request: HttpRequest) -> JsonResponse:
+    """The demo shop's catalogue, a page at a time (docs/order-api.md, Catalogue)."""
+    raw = request.GET.get("page", "1")
+    if not raw.isdigit() or int(raw) < 1:
+        return _error(400, "bad_request", "page must be a whole number from 1.")
+    page = int(raw)
+    rows, more = selectors.product_page(page=page, size=CATALOGUE_PAGE_SIZE)
+    return JsonResponse(
+        {
+            "products": [
+                order_wire.catalogue_product_to_json(
+                    product_id=row.product_id,
+                    name=row.name,
+                    variants=row.variants or {},
+                    category=profile_category(row.name),
+                )
+                for row in rows
+            ],
+            "next_page": page + 1 if more else None,
+        }
+    )

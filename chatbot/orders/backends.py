@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -382,6 +383,30 @@ class HttpOrderService:
             self._parse("GET", "shipping-options", order_wire.shipping_option_from_json, o)
             for o in body["shipping_options"]
         ]
+
+    # --- the catalogue (not part of OrderService: read by the sync, catalogue_sync.py) ----
+
+    def catalogue_pages(self, *, max_pages: int) -> Iterator[list[Any]]:
+        """The shop's products, a page at a time (``GET products?page=N``), as the
+        decoded JSON objects; shop/catalogue_schema.py validates them. A page that
+        names no next page ends it; more than ``max_pages`` is an error (a server
+        that keeps answering ``next_page`` would otherwise never end the sync)."""
+        page = 1
+        while True:
+            status, body = self._request("GET", "products", params={"page": str(page)})
+            products, following = body.get("products"), body.get("next_page")
+            if status != 200 or not isinstance(products, list):
+                raise self._bad_response("GET", "products", f"HTTP {status}")
+            yield products
+            if following is None:
+                return
+            if not isinstance(following, int) or following <= page:
+                raise self._bad_response("GET", "products", f"next_page {following!r}")
+            if following > max_pages:
+                raise OrderServiceError(
+                    UNAVAILABLE, f"The shop's catalogue has more than {max_pages} pages."
+                )
+            page = following
 
 
 # --- the per-process service ----------------------------------------------------------------------

@@ -232,3 +232,26 @@ def shipping_option_from_json(data: Any) -> ShippingOption:
         days_max=_int(data, "days_max"),
         free_over=None if free_over is None else _money(free_over, "free_over"),
     )
+
+
+def catalogue_product_to_json(
+    *, product_id: str, name: str, variants: dict[str, Any], category: str = ""
+) -> dict[str, Any]:
+    """A demo shop product (the tau-bench shape: ``{item_id: {"options", "price",
+    "available"}}``) as the catalogue's Product object (docs/order-api.md, Catalogue);
+    shop/catalogue_schema.py reads it back."""
+    return {
+        "product_id": product_id,
+        "name": name,
+        "category": category,
+        "description": "",
+        "variants": [
+            {
+                "sku": str(sku),
+                "options": {str(k): str(v) for k, v in (v.get("options") or {}).items()},
+                "price": str(Decimal(str(v.get("price", 0))).quantize(Decimal("0.01"))),
+                "available": bool(v.get("available", False)),
+            }
+            for sku, v in variants.items()
+        ],
+    }

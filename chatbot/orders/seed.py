@@ -37,7 +37,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from . import models
+from . import models, order_wire
 
 # The demo's late orders: past their estimated delivery and not delivered (James's
 # shipped order and Mei's pending one; tests and the docs quote them).
@@ -229,3 +229,32 @@ def _shipping_options_insert() -> None:
         ],
         ignore_conflicts=True,
     )
+
+
+def catalogue_seed(*, data_dir: Path | None = None) -> dict[str, int]:
+    """The demo's products (tau-bench ``products.json``) into the shop's catalogue,
+    through the same import a shop's file goes through (shop/catalogue_import.py),
+    with the categories the shop profile names. Only into an empty catalogue: a re-run
+    must not put the demo's values back over what support admins edited."""
+    from shop.catalogue import profile_category
+    from shop.catalogue_import import catalogue_import_json
+    from shop.models import Product as CatalogueProduct
+
+    if CatalogueProduct.objects.exists():
+        return {"products_created": 0}
+    products = _load(data_dir or default_data_dir(), "products.json")
+    document = {
+        "products": [
+            order_wire.catalogue_product_to_json(
+                product_id=product_id,
+                name=p["name"],
+                variants=p["variants"],
+                category=profile_category(p["name"]),
+            )
+            for product_id, p in products.items()
+        ]
+    }
+    result = catalogue_import_json(document)
+    if not result.ok:
+        raise ValueError(f"demo catalogue: {result.errors[0]}")
+    return {"products_created": result.products_created, "variants": result.variants_created}

@@ -190,3 +190,11 @@ def product_variants_for_item(*, item_id: str) -> list[OrderItem]:
         for variant_id, variant in product.variants.items()
         if str(variant_id) != str(item_id) and variant.get("available")
     ]
+
+
+def product_page(*, page: int, size: int) -> tuple[list[models.Product], bool]:
+    """One page (1-based) of the demo shop's products by product id, and whether
+    another follows."""
+    start = (page - 1) * size
+    rows = list(models.Product.objects.order_by("product_id")[start : start + size + 1])
+    return rows[:size], len(rows) > size

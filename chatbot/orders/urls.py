@@ -37,4 +37,5 @@ urlpatterns = [
     ),
     path("items/<str:item_id>/variants", api.item_variants, name="item-variants"),
     path("shipping-options", api.shipping_options, name="shipping-options"),
+    path("products", api.products, name="products"),
 ]

@@ -37,6 +37,9 @@ if TIERDESK_ORDER_BACKEND not in _ORDER_SERVICES:
         f"use {' or '.join(_ORDER_SERVICES)} (docs/order-api.md)"
     )
 ORDER_SERVICE = _ORDER_SERVICES[TIERDESK_ORDER_BACKEND]
+# Seconds between Celery beat's catalogue syncs from the shop's API (``GET products``,
+# docs/catalogue.md); 0 (the default) syncs only on ``manage.py catalogue_sync``.
+TIERDESK_CATALOGUE_SYNC_S = env_float("TIERDESK_CATALOGUE_SYNC_S", 0.0)
 # The demo shop's mode: its page (frontend/views.py) signs a shopper token for whoever
 # ``/?as=<customer_id>`` names, so anyone can be any demo shopper. Off unless a demo says
 # so (``make run`` does); never with a real shop's orders: with a non-demo order backend

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .cache import REDIS_URL
+from .chatbot import TIERDESK_CATALOGUE_SYNC_S
 from .core import VAR_DIR
 from .env import env_bool, env_int, env_str
 from .knowledge import TIERDESK_KB_SWEEP_S
@@ -45,3 +46,8 @@ CELERY_BEAT_SCHEDULE: dict[str, Any] = {
     "knowledge-ingest-sweep": {"task": "knowledge.ingest_sweep", "schedule": TIERDESK_KB_SWEEP_S},
     "handoff-requeue": {"task": "desk.requeue_abandoned", "schedule": 15.0},
 }
+if TIERDESK_CATALOGUE_SYNC_S > 0:
+    CELERY_BEAT_SCHEDULE["catalogue-sync"] = {
+        "task": "orders.catalogue_sync",
+        "schedule": TIERDESK_CATALOGUE_SYNC_S,
+    }

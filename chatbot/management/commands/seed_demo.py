@@ -1,4 +1,4 @@
-"""Seed the demo shop: orders, intents, templates and the knowledge base.
+"""Seed the demo shop: profile, orders, catalogue, intents, templates and the knowledge base.
 
 Idempotent: run it as often as you like; it creates what is missing, brings the router
 rows nobody edited up to this release's seed and never overwrites what support admins
@@ -13,7 +13,10 @@ from django.core.management.base import BaseCommand
 
 
 class Command(BaseCommand):
-    help = "Seed the demo shop (profile, orders, intents, templates, knowledge base). Idempotent."
+    help = (
+        "Seed the demo shop (profile, orders, catalogue, intents, templates, knowledge "
+        "base). Idempotent."
+    )
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument(
@@ -23,7 +26,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from chatbot.orders.seed import shop_seed
+        from chatbot.orders.seed import catalogue_seed, shop_seed
         from knowledge.seed import knowledge_seed
         from routing.seed import intents_seed
         from routing.seed_templates import templates_seed
@@ -32,6 +35,8 @@ class Command(BaseCommand):
         for name, func in (
             ("profile", profile_seed),
             ("shop", shop_seed),
+            # After the profile: the demo products take its categories.
+            ("catalogue", catalogue_seed),
             ("intents", intents_seed),
             ("templates", templates_seed),
             # Documents are created here and ingested by the Celery worker.

@@ -53,5 +53,7 @@ class Command(BaseCommand):
             )
         self.stdout.write(
             "Next: set the order system (TIERDESK_ORDER_BACKEND=http, docs/order-api.md), "
-            "add your knowledge base in the admin, and put the staff in their groups."
+            "bring your catalogue in (manage.py import_catalogue FILE or catalogue_sync, "
+            "docs/catalogue.md), add your knowledge base in the admin, and put the staff "
+            "in their groups."
         )
