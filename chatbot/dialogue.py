@@ -38,13 +38,14 @@ from .answerers import answerer_for
 from .answerers.address_parse import parse_address
 from .answerers.base import AnswerPlan, TurnContext, say, template_text
 from .answerers.flows.address_change import address_confirm
-from .answerers.flows.cancel import cancel_reason_given
+from .answerers.flows.cancel import cancel_reason_given, cancel_reason_options
 from .answerers.flows.exchange import exchange_variant_given
 from .answerers.flows.perform import action_perform
 from .answerers.flows.returns import return_items_given
 from .answerers.l1 import order_intent
 from .answerers.offers import OFFER_HUMAN, OFFER_RETURN, OFFER_STATUS
 from .answerers.order_format import find_order_id
+from .answerers.reply_match import Option, reply_pick
 from .handoff_dialogue import (
     HANDOFF_INTENT,
     handoff_continue,
@@ -120,6 +121,13 @@ def is_yes(text: str) -> bool:
 def is_no(text: str) -> bool:
     t = _norm_reply(text)
     return t in _NO or t.startswith(("no ", "no,", "don't ", "不要"))
+
+
+def _short(text: str) -> bool:
+    """An answer to the question rather than a new one: a few words, no order id, not
+    itself a question ("what does shipping cost?" is routed as usual)."""
+    asks = "?" in text or "？" in text
+    return len(text.split()) <= 6 and len(text) <= 40 and not asks and not find_order_id(text)
 
 
 class Dialogue:
@@ -213,26 +221,42 @@ class Dialogue:
             # The bot offered a person (L2 found nothing, a late order, a refusal):
             # a "yes" next turn queues.
             state["pending_handoff"] = {"at": time.time()}
+        if plan.choices or "confirm" in plan.actions:
+            # The question and its options, to ask again when a reply picks none.
+            if plan.route_reason.get("kind") != "ask_again":
+                state["asked"] = {
+                    "text": plan.text,
+                    "choices": plan.choices,
+                    "actions": plan.actions,
+                }
+        else:
+            state.pop("asked", None)
         return plan
 
     def _cancel_reason(self, state: dict[str, Any]) -> AnswerPlan | None:
-        """The shopper's answer to "why cancel?" (the store policy's two reasons)."""
+        """The shopper's answer to "why cancel?" (the store policy's two reasons): the
+        reasons the bot offered are read before any "no" ("no longer needed" is a
+        reason, not a refusal)."""
         ctx = self.ctx
         order_id = str(state.get("cancel_order_id", ""))
         state.pop("awaiting", None)
-        if is_no(ctx.text):
-            state.pop("cancel_order_id", None)
-            return say(ctx, rt.CANCEL_ORDER, "declined", {"order_id": order_id})
         plan = cancel_reason_given(ctx, order_id)
         if plan is not None:
             state.pop("cancel_order_id", None)
+            state.pop("cancel_reason_asked", None)
             return plan
+        if is_no(ctx.text):
+            state.pop("cancel_order_id", None)
+            state.pop("cancel_reason_asked", None)
+            return say(ctx, rt.CANCEL_ORDER, "declined", {"order_id": order_id})
         # A short answer without one of the reasons ("found it cheaper"): say which
-        # reasons the store accepts, once. Anything longer is a new question: route it.
-        short = len(ctx.text.split()) <= 6 and len(ctx.text) <= 40 and not find_order_id(ctx.text)
-        if short and not state.pop("cancel_reason_asked", False):
+        # reasons the store accepts, once, with them as buttons. Anything longer is a
+        # new question: route it.
+        if _short(ctx.text) and not state.pop("cancel_reason_asked", False):
             state.update(awaiting="cancel_reason", cancel_reason_asked=True)
-            return say(ctx, rt.CANCEL_ORDER, "reason_unclear", personal=True)
+            plan = say(ctx, rt.CANCEL_ORDER, "reason_unclear", personal=True)
+            plan.choices = [option.label for option in cancel_reason_options(ctx)]
+            return plan
         state.pop("cancel_order_id", None)
         state.pop("cancel_reason_asked", None)
         return None
@@ -248,11 +272,10 @@ class Dialogue:
         intent = str(flow.get("intent", rt.RETURN_ITEM if key == "return_flow" else ""))
         intent = intent or rt.EXCHANGE_ITEM
         state.pop("awaiting", None)
-        if time.time() - float(flow.get("at", 0)) > PENDING_ACTION_TTL_S or is_no(ctx.text):
+        if time.time() - float(flow.get("at", 0)) > PENDING_ACTION_TTL_S:
             state.pop(key, None)
-            if is_no(ctx.text):
-                return say(ctx, intent, "declined", {"order_id": str(flow.get("order_id", ""))})
             return None
+        # The options are read first: a "no" is a "no" only when it names none of them.
         if awaiting == "return_items":
             plan = return_items_given(ctx)
             if plan is not None:
@@ -264,11 +287,15 @@ class Dialogue:
             if plan is not None:
                 return plan
             state.pop("awaiting", None)
-        short = len(ctx.text.split()) <= 6 and len(ctx.text) <= 40 and not find_order_id(ctx.text)
-        if short and not flow.pop("asked_again", False):
+        if is_no(ctx.text):
+            state.pop(key, None)
+            return say(ctx, intent, "declined", {"order_id": str(flow.get("order_id", ""))})
+        if _short(ctx.text) and not flow.pop("asked_again", False):
             flow["asked_again"] = True
             state["awaiting"] = awaiting
-            return say(ctx, intent, "choice_unclear", personal=True)
+            plan = say(ctx, intent, "choice_unclear", personal=True)
+            plan.choices = [str(c) for c in (state.get("asked") or {}).get("choices") or []]
+            return plan
         state.pop(key, None)
         return None
 
@@ -345,9 +372,14 @@ class Dialogue:
             state.pop("pending_action", None)
             intent = _ACTION_INTENTS.get(action["type"], rt.CHANGE_ADDRESS)
             return say(ctx, intent, "declined", {"order_id": action["order_id"]})
+        elif _short(ctx.text) and not action.get("asked_again"):
+            # A short reply that is neither ("hmm", "what?"): the question again, with
+            # its Yes/No, once. Never read as a "no".
+            action["asked_again"] = True
+            return self._ask_again(label=_ACTION_INTENTS.get(action["type"], rt.CHANGE_ADDRESS))
         else:
-            # Anything but a clear yes/no drops the action: a later "yes" to some
-            # other question must never cancel an order.
+            # Anything else drops the action: a later "yes" to some other question
+            # must never cancel an order.
             state.pop("pending_action", None)
         return None
 
@@ -404,15 +436,63 @@ class Dialogue:
         return None
 
     def _order_continue(self, state: dict[str, Any]) -> AnswerPlan | None:
-        """The shopper's answer to "which order?": the pending intent for that order."""
+        """The shopper's answer to "which order?": the pending intent for the order named
+        by id, place in the list ("the first one", 第二个), an item in it ("the
+        puzzle") or its date; a short answer that names none is asked again."""
         ctx = self.ctx
         intent = str(state.get("pending_intent") or "")
-        order_id = find_order_id(ctx.text)
+        listed = [str(i) for i in state.get("order_choices") or []]
         state.pop("awaiting", None)
+        order_id = find_order_id(ctx.text)
+        if not order_id and intent and listed:
+            picked = reply_pick(ctx.text, self._order_options(listed))
+            order_id = picked[0].key if picked else ""
         if intent and order_id:
             state.pop("pending_intent", None)
+            state.pop("order_choices", None)
+            state.pop("order_asked_again", None)
             return order_intent(ctx, intent, {"order_id": order_id})
+        unclear = intent and listed and _short(ctx.text) and not is_no(ctx.text)
+        if unclear and not state.pop("order_asked_again", False):
+            state.update(awaiting="order", order_asked_again=True)
+            return self._ask_again(label=intent)
+        for key in ("pending_intent", "order_choices", "order_asked_again"):
+            state.pop(key, None)
         return None
+
+    def _order_options(self, order_ids: list[str]) -> list[Option]:
+        """The listed orders, in the list's order, known by id, items and date."""
+        orders = {
+            o.order_id: o
+            for o in self.service.orders_for_customer(customer_id=self.ctx.customer_id)
+        }
+        return [
+            Option(
+                key=oid,
+                label=oid,
+                names=tuple(item.name for item in orders[oid].items),
+                day=orders[oid].placed_on,
+            )
+            for oid in order_ids
+            if oid in orders
+        ]
+
+    def _ask_again(self, *, label: str) -> AnswerPlan:
+        """The last question again, with its options as buttons: a reply that matched
+        none of them is never read as a "no"."""
+        asked = self.ctx.state.get("asked") or {}
+        plan = say(
+            self.ctx,
+            "dialogue",
+            "ask_again",
+            {"question": str(asked.get("text") or "")},
+            label=label,
+            personal=True,
+        )
+        plan.choices = [str(c) for c in asked.get("choices") or []]
+        plan.actions = [a for a in asked.get("actions") or [] if a == "confirm"]
+        plan.route_reason = {"kind": "ask_again"}
+        return plan
 
     # -- strong proof before a change (docs/identity.md) -------------------------------------
     def _perform_with_proof(self, action: dict[str, Any]) -> AnswerPlan:

@@ -42,6 +42,8 @@ logger = logging.getLogger(__name__)
 
 H = Conversation.Handoff
 HANDOFF_CLAIMED = H.CLAIMED.value
+# The statuses in which the shopper's messages are for a person, not the bot.
+HANDOFF_HELD = (H.QUEUED.value, H.CLAIMED.value)
 HUMAN_TIER = "human"  # the tier recorded on agent messages (CSAT bot vs human)
 
 

@@ -24,7 +24,7 @@ from . import selectors, services
 from .botcheck import BotSession
 from .botcheck.store import message_store_checked, verdict_record
 from .feedback import feedback_rate
-from .handoff import HANDOFF_CLAIMED, handoff_relay, handoff_status
+from .handoff import HANDOFF_HELD, handoff_relay, handoff_status
 from .limits import message_admit
 from .orders.identity import shopper_token_verify
 from .protocol import IdentifyFrame, MessageFrame, PingFrame, RateFrame
@@ -162,8 +162,10 @@ class Receipt:
     answering: bool
     # A rate limit or the queue bound: the message is stored and acked, not answered.
     refused: Refusal | None = None
-    # A person holds the conversation (human handoff): the bot stays silent.
+    # The conversation waits for or is held by a person (human handoff): the bot stays
+    # silent; ``held`` says which ("queued", "claimed").
     human: bool = False
+    held: str = ""
 
     @property
     def answer(self) -> bool:
@@ -181,6 +183,7 @@ class Receipt:
         }
         if self.human:
             ack["human"] = True
+            ack["held"] = self.held
         return ack
 
 
@@ -224,18 +227,20 @@ async def message_receive(
     # seen acked; the ack may have been lost with a killed process).
     answering = stored.created or (stored.unanswered and not turns.holds(message_id))
     if answering:
-        # Queued or claimed for a person: the desk sees the message; claimed, the person
-        # answers it, not the bot.
+        # Queued or claimed for a person: the message goes to the conversation the desk
+        # sees, and the person answers it, not the bot (which would only offer the
+        # person the shopper is already waiting for). The ack says it was passed on.
         held = await handoff_relay(
             conversation_id=conversation_id, message=stored.message, relay=stored.created
         )
-        if held == HANDOFF_CLAIMED:
+        if held in HANDOFF_HELD:
             return Receipt(
                 client_id=frame.client_id,
                 message_id=message_id,
                 duplicate=not stored.created,
                 answering=False,
                 human=True,
+                held=held,
             )
     receipt = Receipt(
         client_id=frame.client_id,

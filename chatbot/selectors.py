@@ -28,9 +28,10 @@ def conversation_history(*, conversation_id: int, limit: int) -> list[dict[str, 
             # The shopper's thumbs on this reply ("up"/"down"), so the widget redraws it.
             "rating": thumbs.get(row["id"]),
             # What the done frame carried, so a reload redraws the reply's Sources and
-            # (on the last reply) the Yes/No of a pending confirmation.
+            # (on the last reply) the buttons of the question it still asks.
             "citations": (row["metadata"] or {}).get("citations") or [],
             "actions": (row["metadata"] or {}).get("actions") or [],
+            "choices": (row["metadata"] or {}).get("choices") or [],
         }
         for row in rows
     ]

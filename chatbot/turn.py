@@ -103,6 +103,8 @@ async def turn_stream(
             "guard": reply.guard,
             "citations": plan.cited(),
             "actions": plan.actions,
+            # The options the reply's question offers: the widget's buttons.
+            "choices": plan.choices,
             # The reply's language: the widget labels its buttons in it (docs/i18n.md).
             "language": plan.language,
             # Set when the reply explains a failure (e.g. the order system is down).
@@ -307,6 +309,8 @@ async def _store(
         metadata["error_code"] = plan.error_code
     if plan.actions:
         metadata["actions"] = plan.actions
+    if plan.choices:
+        metadata["choices"] = plan.choices
     metadata.update(plan.record())
     await in_db_thread(services.reply_finish)(
         reply_id=reply_id,

@@ -108,6 +108,9 @@ class AnswerPlan:
     # Uses a shopper's personal data: never cached (docs/product.md, response cache).
     personal: bool = False
     actions: list[str] = field(default_factory=list)
+    # The options a question offers, as the widget's buttons (the reply's language); a
+    # button sends its label, which ``reply_match`` reads back as that option.
+    choices: list[str] = field(default_factory=list)
     confidence: float | None = None
     route_reason: dict[str, Any] = field(default_factory=dict)
     route_ms: float = 0.0

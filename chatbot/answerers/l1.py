@@ -259,14 +259,24 @@ def order_intent(ctx: TurnContext, intent: str, slots: dict[str, str]) -> Answer
         elif state.get("last_order_id") and intent != rt.CANCEL_ORDER:
             order_id = state["last_order_id"]
         else:
-            state.update(awaiting="order", pending_intent=intent)
             status_words = STATUS_TEXT.get(ctx.language, STATUS_TEXT["en"])
-            listing = ", ".join(
-                f"{o.order_id} ({status_words.get(o.status, o.status)})" for o in orders[:10]
+            listed = [f"{o.order_id} ({status_words.get(o.status, o.status)})" for o in orders[:10]]
+            # The answer is read by order id, place, item name or date (dialogue: "order").
+            state.update(
+                awaiting="order",
+                pending_intent=intent,
+                order_choices=[o.order_id for o in orders[:10]],
             )
-            return say(
-                ctx, "dialogue", "ask_order", {"orders": listing}, personal=True, label=intent
+            plan = say(
+                ctx,
+                "dialogue",
+                "ask_order",
+                {"orders": ", ".join(listed)},
+                personal=True,
+                label=intent,
             )
+            plan.choices = listed
+            return plan
     order = service.order_get(customer_id=ctx.customer_id, order_id=order_id)
     if order is None:
         # Same words whether the order doesn't exist or belongs to someone else.

@@ -257,3 +257,36 @@ async def test_the_bot_offers_a_person_when_stuck(seeded_shop: None, fake_models
         queued = await ask(shopper, "yes", "w5")
         assert [f["status"] for f in queued if f["type"] == "handoff"] == ["queued"]
     await shopper.disconnect()
+
+
+async def test_a_queued_shoppers_messages_go_to_the_person_not_the_bot(
+    seeded_shop: None, fake_models: Any
+) -> None:
+    """While waiting for a person, what the shopper writes reaches the desk and the
+    conversation the agent will open; the bot answers none of it (no second offer of
+    a person, nothing the agent would have to contradict)."""
+    agent = await database_sync_to_async(user_make)("lin", first_name="Lin")
+    async with desk_open(agent) as desk:
+        shopper, _ = await connect()
+        await ask(shopper, "talk to a person please", "q1")
+        await ask(shopper, "yes", "q2")
+        conversation = await Conversation.objects.aget(handoff="queued")
+        replies_before = await Message.objects.filter(role="bot").acount()
+        for cid, text in (("q3", "my parcel arrived damaged"), ("q4", "can I speak to someone")):
+            await send(shopper, text, cid)
+            ack = await frame_of(shopper, "ack", id=cid)
+            assert ack["answering"] is False and ack["human"] is True
+            assert ack["held"] == "queued"
+            # The desk's queue shows it live, in the conversation's last messages.
+            inbox = await frame_of(desk, "inbox")
+            while not any(m["text"] == text for q in inbox["queue"] for m in q["last"]):
+                inbox = await frame_of(desk, "inbox")
+            assert inbox["queue"][0]["id"] == conversation.pk
+        # No bot reply follows, and nothing offers a person again.
+        assert await shopper.receive_nothing(timeout=2)
+        assert await Message.objects.filter(role="bot").acount() == replies_before
+        stored = [
+            m.text async for m in Message.objects.filter(conversation=conversation, role="user")
+        ]
+        assert stored[-2:] == ["my parcel arrived damaged", "can I speak to someone"]
+        await shopper.disconnect()

@@ -12,6 +12,7 @@ from routing import types as rt
 
 from ..base import AnswerPlan, TurnContext, say, template_text
 from ..order_format import order_facts
+from ..reply_match import Option, reply_pick
 from .refusal import refuse
 
 # The store policy's cancellation reasons (tau-bench retail wiki): the shopper gives
@@ -29,6 +30,10 @@ _CANCEL_REASON_PATTERNS = {
     ),
 }
 
+# The order the question names them in ("no longer needed, or ordered by mistake?"):
+# "the first one" is the first the shopper read.
+_ASKED_ORDER = ("no longer needed", "ordered by mistake")
+
 
 def cancel_start(ctx: TurnContext, order: OrderFacts, facts: dict[str, str]) -> AnswerPlan:
     """Cancel the shopper's chosen order: refused unless pending; confirmed when the
@@ -40,7 +45,24 @@ def cancel_start(ctx: TurnContext, order: OrderFacts, facts: dict[str, str]) -> 
         return cancel_confirm(ctx, order, reason)
     # The store policy needs the shopper's reason; ask, never assume it.
     ctx.state.update(awaiting="cancel_reason", cancel_order_id=order.order_id)
-    return say(ctx, rt.CANCEL_ORDER, "ask_reason", facts, personal=True)
+    plan = say(ctx, rt.CANCEL_ORDER, "ask_reason", facts, personal=True)
+    plan.choices = [option.label for option in cancel_reason_options(ctx)]
+    return plan
+
+
+def cancel_reason_options(ctx: TurnContext) -> list[Option]:
+    """The policy's reasons as the question offers them: the label in the reply's
+    language, any wording of each (EN and ZH) read back as that reason."""
+    return [
+        Option(
+            key=reason,
+            label=template_text(ctx, rt.CANCEL_ORDER, "reason_" + reason.replace(" ", "_")),
+            pattern=pattern,
+        )
+        for reason, pattern in sorted(
+            _CANCEL_REASON_PATTERNS.items(), key=lambda item: _ASKED_ORDER.index(item[0])
+        )
+    ]
 
 
 def cancel_reason_find(text: str) -> str:
@@ -68,7 +90,10 @@ def cancel_confirm(ctx: TurnContext, order: OrderFacts, reason: str) -> AnswerPl
 def cancel_reason_given(ctx: TurnContext, order_id: str) -> AnswerPlan | None:
     """The shopper's answer to "why cancel?": the confirmation, or None if no policy
     reason is in it (the dialogue then asks again or moves on)."""
-    reason = cancel_reason_find(ctx.text)
+    # The reason the question offered (its wording, its place, "the first one"), else
+    # the first of the policy's reasons the message names.
+    picked = reply_pick(ctx.text, cancel_reason_options(ctx))
+    reason = picked[0].key if picked else cancel_reason_find(ctx.text)
     if not reason:
         return None
     order = ctx.orders().order_get(customer_id=ctx.customer_id, order_id=order_id)

@@ -47,21 +47,21 @@ def exchange_ask_next(ctx: TurnContext, order: OrderFacts) -> AnswerPlan:
         flow["variants"] = [v.item_id for v in variants]
         flow["current"] = item_id
         state["awaiting"] = "exchange_variant"
-        listing = numbered_list(
-            [
-                f"{options_text(_changed_options(item, v)) or options_text(v.options)} "
-                f"({money(v.price)})"
-                for v in variants
-            ],
-            ctx.language,
-        )
-        return say(
+        lines = [
+            f"{options_text(_changed_options(item, v)) or options_text(v.options)} "
+            f"({money(v.price)})"
+            for v in variants
+        ]
+        plan = say(
             ctx,
             rt.EXCHANGE_ITEM,
             "ask_variant",
-            facts | {"item": item_line(item), "variant_list": listing},
+            facts | {"item": item_line(item), "variant_list": numbered_list(lines, ctx.language)},
             personal=True,
         )
+        # A button sends its line, which names the option's values (variant_in_text).
+        plan.choices = lines
+        return plan
     state.pop("awaiting", None)
     return exchange_confirm(ctx, order, state.pop("exchange_flow"))
 

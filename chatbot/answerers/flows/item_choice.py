@@ -9,6 +9,8 @@ import re
 from chatbot.orders.types import OrderItem
 from knowledge.numerals import ordinal
 
+from ..reply_match import Option, reply_pick
+
 _ALL_ITEMS = re.compile(
     r"\b(?:all|both|everything|every item|the whole order|all of them)\b"
     r"|全部|所有|整单|都退|都换|都要|两件都|两个都",
@@ -19,23 +21,20 @@ _NUMBER = re.compile(
 )
 
 
+def item_options(items: list[OrderItem]) -> list[Option]:
+    """The order's items as the "which items?" question lists them."""
+    return [Option(key=item.item_id, label=item.name, names=(item.name,)) for item in items]
+
+
 def items_in_text(text: str, items: list[OrderItem], *, numbers: bool = True) -> list[OrderItem]:
-    """The order's items the shopper named: by number in the list, "all", or name."""
+    """The order's items the shopper named: "all", their places in the list ("1 and
+    3", "the first one"), or their names ("the puzzle"). ``numbers`` off for a message
+    that wasn't answering the list (its digits are not places in it)."""
     if _ALL_ITEMS.search(text):
         return list(items)
-    cleaned = re.sub(r"#?\s?w\s?\d{6,12}", " ", text, flags=re.IGNORECASE)
-    picked: list[OrderItem] = []
-    if numbers:
-        for match in _NUMBER.finditer(cleaned.lower()):
-            digits, word, zh = match.groups()
-            n = int(digits) if digits else ordinal(word or zh) or 0
-            if 1 <= n <= len(items) and items[n - 1] not in picked:
-                picked.append(items[n - 1])
-    lowered = cleaned.lower()
-    for item in items:
-        if item.name and item.name.lower() in lowered and item not in picked:
-            picked.append(item)
-    return picked
+    by_id = {item.item_id: item for item in items}
+    picked = reply_pick(text, item_options(items), many=True, places=numbers)
+    return [by_id[option.key] for option in picked]
 
 
 def variant_in_text(text: str, variants: list[OrderItem]) -> OrderItem | None:

@@ -21,7 +21,7 @@ from chatbot.orders.types import (
 )
 from routing import types as rt
 
-from ..base import AnswerPlan, TurnContext, say
+from ..base import AnswerPlan, TurnContext, say, template_text
 from ..order_format import (
     OPEN_STATUSES,
     PAYMENT_TEXT,
@@ -55,12 +55,20 @@ def return_start(ctx: TurnContext, intent: str, order_id: str) -> AnswerPlan:
         if len(delivered) == 1:
             order_id = delivered[0].order_id
         else:
-            state.update(awaiting="order", pending_intent=intent)
-            # By order id, as the order question's answer is read (dialogue: "order").
-            listing = ("；" if ctx.language == "zh" else "; ").join(
+            # By order id, place, item name or date, as the order question's answer is
+            # read (dialogue: "order").
+            listed = [
                 f"{o.order_id} ({', '.join(i.name for i in o.items)})" for o in delivered[:10]
+            ]
+            state.update(
+                awaiting="order",
+                pending_intent=intent,
+                order_choices=[o.order_id for o in delivered[:10]],
             )
-            return say(ctx, intent, "ask_order", {"orders": listing}, personal=True)
+            listing = ("；" if ctx.language == "zh" else "; ").join(listed)
+            plan = say(ctx, intent, "ask_order", {"orders": listing}, personal=True)
+            plan.choices = listed
+            return plan
     order = service.order_get(customer_id=ctx.customer_id, order_id=order_id)
     if order is None:
         return say(
@@ -82,7 +90,14 @@ def return_start(ctx: TurnContext, intent: str, order_id: str) -> AnswerPlan:
         return_flow={"intent": intent, "order_id": order.order_id, "at": time.time()},
     )
     listing = numbered_list([item_line(item) for item in items], ctx.language)
-    return say(ctx, intent, "ask_items", facts | {"item_list": listing}, personal=True)
+    plan = say(ctx, intent, "ask_items", facts | {"item_list": listing}, personal=True)
+    plan.choices = item_choices(ctx, items)
+    return plan
+
+
+def item_choices(ctx: TurnContext, items: list[OrderItem]) -> list[str]:
+    """The "which items?" buttons: each item by name, then all of them."""
+    return [item.name for item in items] + [template_text(ctx, "dialogue", "choice_all")]
 
 
 def _return_refusal(order: OrderFacts) -> str:
