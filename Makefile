@@ -1,6 +1,6 @@
 # The two commands: `make run` (the product, embedded default) and `make test` (the suite,
 # on two pytest-xdist workers, a test file per worker at a time: module fixtures stay whole).
-.PHONY: setup run test lint services bench load pytest eval-router bench-roleplay bench-router bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails eval-answers bench-desk bench-judge
+.PHONY: setup run test lint services bench load pytest eval-router bench-roleplay bench-router eval-router-shop bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails eval-answers bench-desk bench-judge
 
 setup:
 	bash scripts/setup.sh
@@ -56,6 +56,12 @@ bench-rag: setup services
 # Router accuracy on the labelled held-out set (bench/sets/router/demo/heldout.tsv; docs/routing.md).
 eval-router: setup
 	bash scripts/eval-router.sh
+
+# A new shop's own intents (bench/sets/router/$(SHOP)/) through the import and retrain path,
+# beside TF-IDF + LR and MiniLM + LR (bench/results/router_shop.json; docs/routing.md).
+SHOP ?= pawpantry
+eval-router-shop: setup
+	bash scripts/eval-router-shop.sh $(SHOP)
 
 # Guardrail rollback rules on simulated gray releases, no database (bench/results/guardrails.json;
 # docs/releases.md, "Guardrails").

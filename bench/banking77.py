@@ -269,6 +269,8 @@ def _baseline_run(
     report = scores_report(predicted=predicted, test=test, held=held)
     report["threshold"] = None if threshold is None else round(threshold, 4)
     report["seconds"] = round(time.perf_counter() - started, 2)
+    # For a caller that scores them its own way (bench/router_shop.py); not stored.
+    report["predicted"] = predicted
     return report
 
 
@@ -385,6 +387,7 @@ def banking77_evaluate(
             rows=rows, test=test, held=held, off_topic=off_topic, vectors=vectors
         )
         for baseline, figures in baselines.items():
+            figures.pop("predicted")
             log(f"  {baseline}: {_brief(figures)}")
         report["variants"][name] = {
             "held_out_intents": sorted(held),

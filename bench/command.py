@@ -19,6 +19,7 @@ COMMANDS = {
     "router_eval": "bench.router_eval",
     "router_banking77": "bench.router_banking77",
     "handoff_cv": "bench.handoff_cv_run",
+    "router_shop": "bench.router_shop_run",
 }
 
 

@@ -45,6 +45,11 @@ def enabled_for(language: str | None) -> bool:
     )
 
 
+def available() -> bool:
+    """Whether the multilingual embedder is configured at all (whatever languages)."""
+    return settings.TIERDESK_KB_MULTILINGUAL_EMBEDDER not in ("", "none")
+
+
 def _get() -> Any:
     global _model
     if _model is not None:
@@ -80,6 +85,17 @@ def embed_passages(texts: list[str]) -> np.ndarray:
     model = _get()
     with _lock:
         vectors = model.passage(list(texts))
+    return np.asarray(vectors, dtype=np.float32).reshape(len(texts), DIM)
+
+
+def embed_queries(texts: list[str]) -> np.ndarray:
+    """L2-normalised float32 rows on e5's "query: " side, one per text, uncached (the
+    router's example texts at training, compared with shoppers' questions)."""
+    if not texts:
+        return np.zeros((0, DIM), dtype=np.float32)
+    model = _get()
+    with _lock:
+        vectors = model.query(list(texts))
     return np.asarray(vectors, dtype=np.float32).reshape(len(texts), DIM)
 
 

@@ -24,6 +24,7 @@ from sklearn.pipeline import FeatureUnion
 
 from routing.encoder import adapter_apply
 from routing.normalise import text_normalise
+from routing.oos_score import OosScorer
 
 _DIGITS_RE = re.compile(r"\d+")
 
@@ -104,6 +105,10 @@ class TrainedClassifier:
     # embedding is adapted by it before the weights and the nearest example see it
     # (the example vectors are stored adapted). None: the shipped embedding as it is.
     adapter: np.ndarray | None = None
+    # With sentence embeddings: the shop's out-of-scope score, calibrated at training
+    # over leave-intents-out folds (routing.oos_calibration), and its thresholds. None:
+    # ``in_scope_score`` and the configured threshold.
+    oos_scorer: OosScorer | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -123,6 +128,7 @@ class TrainedClassifier:
         state.setdefault("tfidf_temperature", 1.0)
         state.setdefault("embed_below", None)
         state.setdefault("adapter", None)
+        state.setdefault("oos_scorer", None)
         self.__dict__.update(state)
 
     @cached_property

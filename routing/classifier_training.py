@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,8 @@ from routing.encoder import adapter_apply, adapter_fit
 from routing.example_embeddings import examples_embed
 from routing.models import Utterance
 from routing.normalise import text_normalise
+from routing.oos_calibration import ShopTexts, oos_calibrate
+from routing.oos_score import OosScorer
 from routing.types import OUT_OF_SCOPE
 
 Report = Callable[[str, float], None]
@@ -124,6 +126,10 @@ def classifier_train(
             finetune=finetune,
             report=report,
         )
+        if shipped is not None and off_vectors is not None:
+            calibrated = _oos_calibrate(
+                calibrated, texts, y, intents, off_topic, shipped, off_vectors, report
+            )
     return _final_fit(
         samples=samples,
         texts=texts,
@@ -147,6 +153,47 @@ class Calibrated:
     oos_weights: tuple[float, float, float] | None = None
     embed_below: float | None = None
     tfidf_temperature: float = 1.0
+    oos_scorer: OosScorer | None = None
+
+
+def _oos_calibrate(
+    calibrated: Calibrated,
+    texts: list[str],
+    y: np.ndarray,
+    intents: list[str],
+    off_topic: list[str],
+    minilm: np.ndarray,
+    minilm_off: np.ndarray,
+    report: Report,
+) -> Calibrated:
+    """The shop's out-of-scope score over leave-intents-out folds (routing.oos_calibration):
+    its curve and suggested point replace the single fold's."""
+    from knowledge import multilingual
+
+    e5 = e5_off = None
+    if multilingual.available():
+        # e5 reads what MiniLM doesn't (a zero MiniLM row: not English).
+        report("embedding the examples MiniLM doesn't read (multilingual)", 0.45)
+        e5 = _e5_rows(texts, minilm, multilingual.embed_queries)
+        e5_off = _e5_rows(off_topic, minilm_off, multilingual.embed_queries)
+    data = ShopTexts(texts, y, intents, off_topic, minilm, minilm_off, e5, e5_off)
+    scorer, measured = oos_calibrate(data, report=report)
+    if scorer is None:
+        return calibrated
+    calibration = {**(calibrated.calibration or {}), **measured}
+    return replace(calibrated, calibration=calibration, oos_scorer=scorer)
+
+
+def _e5_rows(
+    texts: list[str], minilm: np.ndarray, embed: Callable[[list[str]], np.ndarray]
+) -> np.ndarray:
+    out = np.zeros((len(texts), minilm.shape[1] if minilm.size else 384), dtype=np.float32)
+    rows = np.flatnonzero(~minilm.any(1))
+    if len(rows):
+        vectors = embed([texts[i] for i in rows])
+        out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+        out[rows] = vectors
+    return out
 
 
 @dataclass(frozen=True)
@@ -456,4 +503,5 @@ def _final_fit(
         tfidf_temperature=calibrated.tfidf_temperature,
         embed_below=calibrated.embed_below,
         adapter=adapter,
+        oos_scorer=calibrated.oos_scorer,
     )

@@ -26,9 +26,18 @@ from routing.handoff_detect import handoff_decide
 from routing.handoff_scorer import HandoffScorer, handoff_scorer_get
 from routing.models import Intent, OutOfScopePoint, Rule, SlotPattern
 from routing.normalise import text_normalise, text_tokens
+from routing.oos_score import E5, MINILM
 from routing.order_ids import order_id_find, order_id_normalize, order_ids
 from routing.roleplay import roleplay_match
-from routing.types import CLARIFY, HANDOFF, ORDER_STATUS, OUT_OF_SCOPE, ROLE_PLAY, RouteDecision
+from routing.types import (
+    CLARIFY,
+    HANDOFF,
+    ORDER_INTENTS,
+    ORDER_STATUS,
+    OUT_OF_SCOPE,
+    ROLE_PLAY,
+    RouteDecision,
+)
 from routing.versioning import ROUTER_VERSION
 from shop.specs import postcode_canonical
 
@@ -439,6 +448,10 @@ def _threshold(
         return clarify_threshold, curve_threshold
     if snapshot.clarify_threshold is not None:
         return snapshot.clarify_threshold, True
+    scorer = snapshot.classifier.oos_scorer if snapshot.classifier is not None else None
+    if scorer is not None:
+        # The shop's own point, calibrated at its retraining (routing.oos_calibration).
+        return scorer.threshold, True
     return settings.TIERDESK_ROUTER_CLARIFY_THRESHOLD, False
 
 
@@ -478,6 +491,19 @@ def _classifier_rank(
     return ranked, embedded, embedding
 
 
+def _oos_view(turn: _Turn, embedding: np.ndarray | None) -> tuple[str, np.ndarray | None]:
+    """The embedder that reads the message for the out-of-scope score, and its vector:
+    MiniLM's (the classifier's) for English, the multilingual e5's otherwise (the
+    retrieval of the same turn asks for it too, from the same cache)."""
+    if embedding is not None and embedding.any():
+        return MINILM, embedding
+    from knowledge import multilingual
+
+    if not multilingual.available():
+        return E5, None
+    return E5, multilingual.embed_query(turn.text)
+
+
 def _classifier_decide(
     turn: _Turn, *, clarify_threshold: float | None, curve_threshold: bool
 ) -> RouteDecision:
@@ -504,7 +530,15 @@ def _classifier_decide(
             CLARIFY, OUT_OF_SCOPE, 0.0, {"kind": "clarify", "why": "no_intents", "top": []}
         )
     intent, prob = scores[0]
-    if embedded and on_curve:
+    scorer = classifier.oos_scorer
+    if on_curve and scorer is not None:
+        view, vector = _oos_view(turn, embedding)
+        score = scorer.score(ranked=scores, normalised=turn.normalised, view=view, vector=vector)
+        if score is not None:
+            prob = score
+        # An unsure guess at an order intent asks rather than starting the order flow.
+        threshold = max(threshold, scorer.threshold_for(intent, ORDER_INTENTS))
+    elif embedded and on_curve:
         # What a point of the curve applies to: with the embedding, the top probability
         # and the nearest training example's similarity (out-of-scope detection).
         prob = classifier.in_scope_score(top_probability=prob, embedding=embedding)

@@ -163,18 +163,26 @@ def retrain_status() -> dict[str, Any]:
 
         from routing.classifier_store import classifier_deserialize
 
-        calibration = classifier_deserialize(bytes(model.blob)).calibration
+        classifier = classifier_deserialize(bytes(model.blob))
+        calibration = classifier.calibration
         if calibration is not None:
             from routing.models import OutOfScopePoint
 
             chosen = OutOfScopePoint.objects.first()
-            threshold = (
-                settings.TIERDESK_ROUTER_CLARIFY_THRESHOLD if chosen is None else chosen.threshold
-            )
+            # What the router applies (routing.router._threshold): a chosen point, else
+            # the shop's own calibrated point, else the setting.
+            scorer = classifier.oos_scorer
+            if chosen is not None:
+                threshold = chosen.threshold
+            elif scorer is not None:
+                threshold = scorer.threshold
+            else:
+                threshold = settings.TIERDESK_ROUTER_CLARIFY_THRESHOLD
             calibration = {
                 **calibration,
                 "configured_threshold": threshold,
                 "chosen": chosen,
+                "shop_calibrated": scorer is not None,
                 # The curve's point nearest the configured threshold (the grid's step
                 # is 0.025), marked in the table.
                 "configured_point": min(

@@ -713,6 +713,10 @@ ZH = {
     "started": "开始",
     "finished": "完成",
     "No retraining recorded yet.": "尚无重新训练记录。",
+    # the retraining page: a shop's own out-of-scope curve (routing/templates/.../retraining.html)
+    "this shop's own point, calibrated at its last retraining: no point chosen yet": "本店自己的阈值，在上次重新训练时校准：尚未选择其他点",
+    "the most out-of-scope messages caught while keeping 85%% of the right answers": "在保留85%%正确回答的前提下拦截最多的超出范围消息",
+    'This curve is your shop\'s own: measured over %(folds)s rounds, each leaving a different quarter of your intents out of the training (%(held)s held-out examples, %(unseen)s examples of left-out intents, %(off)s off-topic messages in all). The score combines the classifier\'s confidence and margin, the words your examples never use, and how close the message is to your examples, to its intent\'s examples and to that intent\'s centre (English read by MiniLM, other languages by the multilingual e5). An intent that starts an order flow needs at least %(order)s: an unsure guess asks instead of asking "which order?".': '这条曲线是本店自己的：共测量 %(folds)s 轮，每轮把不同的四分之一意图排除在训练之外（共 %(held)s 条留出示例、%(unseen)s 条被排除意图的示例、%(off)s 条无关消息）。分数综合了分类器的置信度和领先幅度、您的示例从未用过的词语，以及消息与您的示例、与该意图的示例和该意图中心的接近程度（英文由 MiniLM 读取，其他语言由多语言 e5 读取）。会启动订单流程的意图至少需要 %(order)s：没有把握的猜测会先请顾客说明，而不是问"哪个订单？"。',
 }
 
 

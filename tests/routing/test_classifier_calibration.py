@@ -230,8 +230,9 @@ def test_embedding_only_when_unsure_nearest_example_score_and_disk_cache(
     )
     assert slow.intent == "store_hours" and slow.reason["embedded"] is True
     # A point of the out-of-scope curve applies to the in-scope score; the setting's
-    # (or a release's) threshold to the top probability, as before.
-    always_embed = replace(snapshot, classifier=replace(trained, embed_below=None))
+    # (or a release's) threshold to the top probability, as before. (A model without
+    # the shop's calibrated score, as stored before it: tests/routing/test_oos_calibration.py.)
+    always_embed = replace(snapshot, classifier=replace(trained, embed_below=None, oos_scorer=None))
     question = "who won the football world cup in 1998"
     plain, on_curve = (
         route_decide(
