@@ -83,6 +83,22 @@ def embed_passages(texts: list[str]) -> np.ndarray:
     return np.asarray(vectors, dtype=np.float32).reshape(len(texts), DIM)
 
 
+def embed_queries(texts: list[str]) -> np.ndarray:
+    """L2-normalised float32 rows on e5's "query: " side, one per text, uncached: for
+    questions stored at ingestion, compared with shoppers' questions query to query."""
+    if not texts:
+        return np.zeros((0, DIM), dtype=np.float32)
+    model = _get()
+    with _lock:
+        vectors = model.query(list(texts))
+    return np.asarray(vectors, dtype=np.float32).reshape(len(texts), DIM)
+
+
+def available() -> bool:
+    """Whether the multilingual embedder is configured at all (any language)."""
+    return settings.TIERDESK_KB_MULTILINGUAL_EMBEDDER not in ("", "none")
+
+
 def embed_query(text: str) -> np.ndarray:
     """The question's vector (e5's "query: " side), LRU-cached like MiniLM's."""
 
