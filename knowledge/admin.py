@@ -19,8 +19,14 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
 # admin_synonyms registers the synonym sets' admin.
-from . import admin_synonyms, cards, conflicts, services  # noqa: F401
-from .models import AnswerCard, Chunk, DeletedSeedDocument, Document, KnowledgeConflict
+from . import admin_synonyms, cards, conflicts, doc2query, section_questions, services  # noqa: F401
+from .models import (
+    AnswerCard,
+    Chunk,
+    DeletedSeedDocument,
+    Document,
+    KnowledgeConflict,
+)
 
 
 class DocumentForm(forms.ModelForm):
@@ -243,6 +249,18 @@ class AnswerCardForm(forms.ModelForm):
         help_text=_("One way a shopper might ask, a line each."),
     )
 
+    generated_questions_text = forms.CharField(
+        label=_("Questions that find this section"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 10, "cols": 80}),
+        help_text=_(
+            "Written by the worker when the article was added: other wordings, in English "
+            "and Chinese, and cases the section covers. A shopper's question close to one "
+            "of them finds this section and this card. One a line: edit, delete or add "
+            "lines; your changes are kept when the article changes."
+        ),
+    )
+
     class Meta:
         model = AnswerCard
         fields = ["answer"]
@@ -252,6 +270,23 @@ class AnswerCardForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance and self.instance.pk:
             self.fields["questions_text"].initial = "\n".join(self.instance.questions)
+            self.fields["generated_questions_text"].initial = "\n".join(
+                q.text
+                for q in section_questions.section_questions_active(
+                    document_id=self.instance.document_id, anchor=self.instance.anchor
+                )
+            )
+
+    def clean_generated_questions_text(self) -> list[str]:
+        raw = self.cleaned_data["generated_questions_text"]
+        lines = [" ".join(q.split()) for q in raw.splitlines()]
+        too_long = [q for q in lines if len(q) > doc2query.MAX_CHARS]
+        if too_long:
+            raise forms.ValidationError(
+                _("A question may be at most %(n)d characters: “%(q)s…”")
+                % {"n": doc2query.MAX_CHARS, "q": too_long[0][:60]}
+            )
+        return [q for q in lines if q]
 
     def clean_questions_text(self) -> list[str]:
         lines = [q.strip() for q in self.cleaned_data["questions_text"].splitlines()]
@@ -313,10 +348,15 @@ class AnswerCardAdmin(admin.ModelAdmin):
         "drafted_by",
         "reviewed_by",
         "reviewed_at",
+        "generated_questions_made",
     ]
     fieldsets = [
         (None, {"fields": ["document", "heading", "status", "section"]}),
         ("The card", {"fields": ["questions_text", "answer", "check_result"]}),
+        (
+            _("Generated questions"),
+            {"fields": ["generated_questions_text", "generated_questions_made"]},
+        ),
         (
             "History",
             {"fields": ["drafted_by", "reviewed_by", "reviewed_at"], "classes": ["collapse"]},
@@ -409,8 +449,35 @@ class AnswerCardAdmin(admin.ModelAdmin):
             obj.previous_answer,
         )
 
+    @admin.display(description=_("how each was written"))
+    def generated_questions_made(self, obj: AnswerCard) -> str:
+        rows = section_questions.section_questions_active(
+            document_id=obj.document_id, anchor=obj.anchor
+        )
+        if not rows:
+            return str(_("None yet: the worker writes them after the article is ingested."))
+        return format_html(
+            '<table class="generated-questions"><tr><th>{}</th><th>{}</th><th>{}</th>'
+            "<th>{}</th></tr>{}</table>",
+            _("question"),
+            _("language"),
+            _("kind"),
+            _("by"),
+            format_html_join(
+                "",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                ((q.text, q.language, q.get_role_display(), q.get_source_display()) for q in rows),
+            ),
+        )
+
     def save_model(self, request: HttpRequest, obj: AnswerCard, form: Any, change: bool) -> None:
         cards.card_edit(card=obj, questions=form.cleaned_data["questions_text"], answer=obj.answer)
+        if "generated_questions_text" in form.changed_data:
+            section_questions.section_questions_edit(
+                document_id=obj.document_id,
+                anchor=obj.anchor,
+                lines=form.cleaned_data["generated_questions_text"],
+            )
         if not obj.entailed:
             messages.warning(
                 request,

@@ -323,7 +323,23 @@ def ingest_requeue_stale(*, older_than_s: float) -> list[int]:
         _enqueue(document_id)
     if backfill:
         logger.info("enqueued %d document(s) for their multilingual vectors", len(backfill))
+    # Documents ingested before generated questions existed get theirs.
+    for document_id in documents_missing_questions():
+        _send_after_ingest("knowledge.section_questions_sync", document_id)
     return stale
+
+
+def documents_missing_questions() -> list[int]:
+    """Ready documents with chunks and not one generated question (ingested before the
+    questions existed, or their task was lost)."""
+    from .models import SectionQuestion
+
+    return list(
+        Document.objects.filter(status=Document.Status.READY, chunk_count__gt=0)
+        .exclude(pk__in=SectionQuestion.objects.values("document_id"))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
 
 
 @dataclass
