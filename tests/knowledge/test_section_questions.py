@@ -82,6 +82,7 @@ def test_each_section_gets_questions_in_the_shops_words_embedded_at_ingestion() 
     instance = where.get(text="Lyon: Where do you ship?")
     assert instance.role == SectionQuestion.Role.INSTANCE
     assert instance.source == SectionQuestion.Source.GENERATED
+    assert instance.embedding is not None
     vector = np.frombuffer(bytes(instance.embedding), dtype="<f4")
     assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1) < 1e-3
     # A price the section states gets the question that asks for it.
