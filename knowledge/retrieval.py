@@ -137,7 +137,13 @@ class GeneratedQuestionRetriever(BaseRetriever):
         rows_of = section_rows(snap)
         lang = self._language
         scored: list[tuple[float, int]] = []
+        # Only a close question votes: every question is somewhat like every other
+        # to e5 (0.8 for unrelated ones), and a list of the merely least unlike would
+        # push down a section whose questions are not written yet.
+        floor = settings.TIERDESK_KB_QUESTIONS_MIN_RANK_SIMILARITY
         for section, score in self._sims.items():
+            if score < floor:
+                continue
             for row in rows_of.get(section, ()):
                 row_language = str(snap.languages[row])
                 if lang and (

@@ -125,10 +125,11 @@ def _enqueue(document_id: int, *, force: bool = False) -> None:
 
 
 def queue_for(document_id: int) -> str | None:
-    """The Celery queue for a document's work: the demo seed's articles go to the bulk
-    queue (its own worker), a shop admin's to the default one, so an admin's first
-    article is ingested and drafted while the demo knowledge base still drafts."""
-    if Document.objects.filter(pk=document_id).exclude(seed_key=None).exists():
+    """The Celery queue for a document's work: the demo seed's articles as seeded go to
+    the bulk queue (its own worker), a shop admin's, and a demo article an admin edited
+    (version > 1), to the default one, so an admin's article is ingested and drafted
+    while the demo knowledge base still drafts."""
+    if Document.objects.filter(pk=document_id, version=1).exclude(seed_key=None).exists():
         return settings.TIERDESK_KB_BULK_QUEUE or None
     return None
 

@@ -16,6 +16,22 @@ from pathlib import Path
 PO = Path(__file__).resolve().parent.parent / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
 
 ZH = {
+    # generated questions (knowledge/models.py SectionQuestion, the card page, Try a question)
+    "another wording": "另一种说法",
+    "a case the section covers": "本节规则适用的具体情况",
+    "generated": "自动生成",
+    "written by a support admin": "由客服管理员编写",
+    "deleted by an admin": "已被管理员删除",
+    "generated question": "生成的问题",
+    "generated questions": "生成的问题",
+    "Generated questions": "生成的问题",
+    "Questions that find this section": "能找到本节的问题",
+    "Written by the worker when the article was added: other wordings, in English and Chinese, and cases the section covers. A shopper's question close to one of them finds this section and this card. One a line: edit, delete or add lines; your changes are kept when the article changes.": "文章添加时由后台任务编写：其他说法（英文和中文）以及本节适用的具体情况。顾客的问题与其中之一相近时，就会找到本节和这张卡片。每行一个：可以修改、删除或添加；文章修改后您的改动会保留。",
+    "A question may be at most %(n)d characters: “%(q)s…”": "问题最多 %(n)d 个字符：“%(q)s…”",
+    "how each was written": "每个问题的来源",
+    "None yet: the worker writes them after the article is ingested.": "暂无：文章导入后由后台任务编写。",
+    "by": "编写者",
+    "An approved card answers it: <strong>%(heading)s</strong> (matched by %(how)s, %(score)s)": "已批准的卡片可以回答：<strong>%(heading)s</strong>（匹配方式 %(how)s，%(score)s）",
     # the synonym sets' and conflicts' model and choice names (knowledge/models.py)
     "equivalent: all the terms mean the same": "同义：这些词语意思相同",
     "broader: each term is covered by the target": "上位：每个词语都被上位词涵盖",

@@ -183,3 +183,7 @@ def test_the_demo_seeds_articles_go_to_the_bulk_queue_a_shop_admins_to_the_defau
     seed_doc = services.document_create(title="Demo", text="Demo text.", seed_key="demo-x")
     assert services.queue_for(admin_doc.pk) is None
     assert services.queue_for(seed_doc.pk) == "bulk"
+    # A demo article an admin edits is the admin's work now.
+    seed_doc.text = "Demo text, edited."
+    services.document_save(document=seed_doc)
+    assert services.queue_for(seed_doc.pk) is None
