@@ -31,6 +31,7 @@ ZH = {
     "how each was written": "每个问题的来源",
     "None yet: the worker writes them after the article is ingested.": "暂无：文章导入后由后台任务编写。",
     "by": "编写者",
+    "source": "来源",
     "An approved card answers it: <strong>%(heading)s</strong> (matched by %(how)s, %(score)s)": "已批准的卡片可以回答：<strong>%(heading)s</strong>（匹配方式 %(how)s，%(score)s）",
     # the synonym sets' and conflicts' model and choice names (knowledge/models.py)
     "equivalent: all the terms mean the same": "同义：这些词语意思相同",
