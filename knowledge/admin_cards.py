@@ -49,11 +49,13 @@ class AnswerCardForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance and self.instance.pk:
             self.fields["questions_text"].initial = "\n".join(self.instance.questions)
-            self.fields["generated_questions_text"].initial = "\n".join(
-                q.text
-                for q in section_questions.section_questions_active(
-                    document_id=self.instance.document_id, anchor=self.instance.anchor
-                )
+            generated = section_questions.section_questions_active(
+                document_id=self.instance.document_id, anchor=self.instance.anchor
+            )
+            self.fields["generated_questions_text"].initial = "\n".join(q.text for q in generated)
+            # Every line in view without scrolling the box, up to a screenful.
+            self.fields["generated_questions_text"].widget.attrs["rows"] = min(
+                max(len(generated) + 1, 4), 24
             )
 
     def clean_generated_questions_text(self) -> list[str]:

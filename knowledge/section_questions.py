@@ -197,10 +197,13 @@ def section_questions_edit(*, document_id: int, anchor: str, lines: Sequence[str
 
 
 def section_questions_active(*, document_id: int, anchor: str) -> list[SectionQuestion]:
-    """The questions that match for a section, as the card page lists them."""
-    return list(
-        SectionQuestion.objects.filter(document_id=document_id, anchor=anchor, suppressed=False)
-    )
+    """The questions that match for a section, as the card page lists them: the
+    admin's own first (what the admin wrote is what the admin looks for), then the
+    generated ones in the order they were written."""
+    rows = SectionQuestion.objects.filter(
+        document_id=document_id, anchor=anchor, suppressed=False
+    ).order_by("pk")
+    return sorted(rows, key=lambda r: r.source != SectionQuestion.Source.EDITED)
 
 
 # -- reading -----------------------------------------------------------------------------------

@@ -63,10 +63,13 @@ try {
   ]);
   result.messages = await page.locator(".messagelist li").allInnerTexts();
   result.table_after = await page.locator("table.generated-questions").innerText();
-  // The screenshot: the card and its generated questions, the admin's line last.
-  const fieldset = page.locator("fieldset", { has: page.locator("#id_generated_questions_text") });
-  await fieldset.scrollIntoViewIfNeeded();
-  await page.evaluate(() => window.scrollBy(0, -260));
+  result.box_after = await page.locator("#id_generated_questions_text").inputValue();
+  // The screenshot: the card and its generated questions, the admin's own line first.
+  await page.locator("#id_generated_questions_text").scrollIntoViewIfNeeded();
+  await page.evaluate(() => {
+    const box = document.querySelector("#id_generated_questions_text");
+    window.scrollTo(0, box.getBoundingClientRect().top + window.scrollY - 330);
+  });
   if (opts.screenshot) await page.screenshot({ path: opts.screenshot });
 
   result.card_after = await tryQuestion(page);

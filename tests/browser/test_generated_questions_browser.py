@@ -93,6 +93,8 @@ def test_admin_adds_a_generated_question_and_the_question_starts_to_match(
     # After the admin's line: listed as the admin's own, and the card serves the question.
     assert "How much is it to have my present wrapped" in result["table_after"]
     assert "written by a support admin" in result["table_after"]
+    # The admin's own question is listed first, in the box and in the table.
+    assert result["box_after"].startswith("How much is it to have my present wrapped")
     assert "Gift wrapping" in result["card_after"], result
     assert "generated-question" in result["card_after"], result
     assert result["errors"] == [], result["errors"]
