@@ -132,6 +132,7 @@ def knowledge_prepare(card_role: str) -> dict[str, Any]:
     from chatbot.orders.seed import catalogue_seed, shop_seed
     from knowledge import cards, services
     from knowledge.models import AnswerCard, Document
+    from knowledge.section_questions import section_questions_sync
     from knowledge.seed import knowledge_seed
     from routing.seed import intents_seed
     from routing.seed_templates import templates_seed
@@ -158,6 +159,10 @@ def knowledge_prepare(card_role: str) -> dict[str, Any]:
         services.document_ingest(document_id=document_id)
     ingest_s = time.perf_counter() - started
     started = time.perf_counter()
+    for document_id in Document.objects.values_list("pk", flat=True):
+        section_questions_sync(document_id=document_id)
+    questions_s = time.perf_counter() - started
+    started = time.perf_counter()
     with override_settings(TIERDESK_KB_CARD_ROLE=card_role):
         for document_id in Document.objects.values_list("pk", flat=True):
             cards.cards_sync(document_id=document_id)
@@ -169,6 +174,7 @@ def knowledge_prepare(card_role: str) -> dict[str, Any]:
         "documents": Document.objects.count(),
         "eval_articles_added": len(articles),
         "ingest_s": round(ingest_s, 1),
+        "questions_s": round(questions_s, 1),
         "cards": total,
         "cards_approved": len(backed),
         "cards_left_draft_not_backed": total - len(backed),

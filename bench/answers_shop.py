@@ -61,6 +61,7 @@ def shop_prepare(shop: str, cards_choice: str) -> dict[str, Any]:
     from bench.rag import database_reset
     from knowledge import cards, services
     from knowledge.models import AnswerCard, Document
+    from knowledge.section_questions import section_questions_sync
     from routing.seed import intents_seed
     from routing.seed_templates import templates_seed
 
@@ -83,6 +84,10 @@ def shop_prepare(shop: str, cards_choice: str) -> dict[str, Any]:
         services.document_ingest(document_id=document_id)
     ingest_s = time.perf_counter() - started
     started = time.perf_counter()
+    for document_id in Document.objects.values_list("pk", flat=True):
+        section_questions_sync(document_id=document_id)
+    questions_s = time.perf_counter() - started
+    started = time.perf_counter()
     for document_id in doc_keys:
         cards.cards_sync(document_id=document_id)
     cards_s = time.perf_counter() - started
@@ -97,6 +102,7 @@ def shop_prepare(shop: str, cards_choice: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "documents": Document.objects.count(),
         "ingest_s": round(ingest_s, 1),
+        "questions_s": round(questions_s, 1),
         "cards": len(drafts),
         "cards_approved": len(chosen),
         "cards_choice": cards_choice,

@@ -13,13 +13,17 @@ from typing import Any
 from celery import current_app
 
 
-def task_enqueue(name: str, *, args: list[Any]) -> None:
-    """Send ``name(*args)`` to the broker once; raises if the broker can't take it
-    (callers decide whether that is an error or something a sweep will redo)."""
+def task_enqueue(name: str, *, args: list[Any], queue: str | None = None) -> None:
+    """Send ``name(*args)`` to the broker once (to ``queue``, or the default queue);
+    raises if the broker can't take it (callers decide whether that is an error or
+    something a sweep will redo)."""
     app = current_app
     if app.conf.task_always_eager:
         # Eager mode runs tasks in-process, which needs them registered here first.
         app.loader.import_default_modules()
         app.tasks[name].apply(args=args)
         return
-    app.send_task(name, args=args, retry=False)
+    if queue:
+        app.send_task(name, args=args, retry=False, queue=queue)
+    else:
+        app.send_task(name, args=args, retry=False)

@@ -45,6 +45,11 @@ _ASKING = frozenset(
 ) | ktext.wordset("费用 价格 多少 多久 时间 需要 收费 可以 能 怎么")
 
 
+def speculative(question: str) -> bool:
+    """Asks for an opinion or a case for something, which no shop rule answers."""
+    return bool(_SPECULATIVE.search(question))
+
+
 def shopper_question(question: str, section: ingest.Section) -> bool:
     """A drafted question a shopper would ask and the section answers: about the
     section (``question_about``), naming what its heading names (when the heading

@@ -13,7 +13,8 @@ article one card: question phrasings and a short answer.
   old text and answer for the diff in admin; a removed section's card is deleted.
 
 ``card_match`` finds the served card for a question: the best phrasing by cosine
-(languages whose embeddings are trusted) or by shared words (all languages), above
+(languages whose embeddings are trusted), by shared words (all languages) or by the
+section's generated questions (multilingual, ``knowledge.section_questions``), above
 the thresholds in settings.
 """
 
@@ -442,7 +443,8 @@ def cards_reset() -> None:
 class CardMatch:
     row: CardRow
     score: float
-    how: str  # "dense-question" | "dense-answer" | "words" | "characters"
+    # "dense-question" | "dense-answer" | "words" | "characters" | "generated-question"
+    how: str
 
     def citation(self) -> dict[str, Any]:
         title = self.row.heading.split(" > ")[-1] if self.row.heading else self.row.title
@@ -525,6 +527,7 @@ def card_match(
             score = len(words & row.tokens) / len(words | row.tokens)
             if score >= settings.TIERDESK_KB_CARD_MIN_OVERLAP:
                 candidates.append(CardMatch(row, score, "words"))
+    candidates += _generated_matches(question, [index.rows[i] for i in rows])
     pairs = _content_bigrams(question)
     if pairs:
         for i in rows:
@@ -547,5 +550,25 @@ def card_match(
         "dense-answer": settings.TIERDESK_KB_CARD_MIN_ANSWER_SIMILARITY,
         "words": settings.TIERDESK_KB_CARD_MIN_OVERLAP,
         "characters": settings.TIERDESK_KB_CARD_MIN_ZH_COVERAGE,
+        "generated-question": settings.TIERDESK_KB_CARD_MIN_QUESTIONS_SIMILARITY,
     }
     return max(candidates, key=lambda m: m.score - floors[m.how])
+
+
+def _generated_matches(question: str, rows: list[CardRow]) -> list[CardMatch]:
+    """The served card whose section's generated questions (``knowledge.section_questions``,
+    multilingual, both languages) come closest to the question, if close enough."""
+    from .section_questions import section_similarity
+
+    sims = section_similarity(question)
+    if not sims:
+        return []
+    best: CardMatch | None = None
+    for row in rows:
+        if row.kind != "answer":
+            continue
+        score = sims.get((row.document_id, row.anchor))
+        if score is not None and (best is None or score > best.score):
+            best = CardMatch(row, score, "generated-question")
+    floor = settings.TIERDESK_KB_CARD_MIN_QUESTIONS_SIMILARITY
+    return [best] if best is not None and best.score >= floor else []

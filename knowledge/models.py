@@ -259,6 +259,67 @@ class AnswerCard(models.Model):
         return bool(self.verdict.get("entailed"))
 
 
+class SectionQuestion(models.Model):
+    """A question a shopper might ask that one section of an article answers, written at
+    ingestion (``knowledge.section_questions``) and matched against shoppers' questions
+    beside the section's own text and the section's card.
+
+    ``role`` says what it is: another wording of what the section is about, or an
+    instance of its rule (a place, a product, a case the rule covers). ``source`` says
+    who wrote it: the worker, or a support admin on the card page. A generated question
+    the admin deleted stays as ``suppressed`` so the next regeneration does not bring it
+    back; the admin's own questions survive regeneration."""
+
+    class Role(models.TextChoices):
+        WORDING = "wording", _("another wording")
+        INSTANCE = "instance", _("a case the section covers")
+
+    class Source(models.TextChoices):
+        GENERATED = "generated", _("generated")
+        EDITED = "edited", _("written by a support admin")
+
+    document = models.ForeignKey(
+        Document,
+        on_delete=models.CASCADE,
+        related_name="section_questions",
+        verbose_name=_("document"),
+    )
+    # The section (Chunk.anchor without the "#n" suffix; AnswerCard.anchor).
+    anchor = models.CharField(max_length=160, verbose_name=_("anchor"))
+    # The section text the generated questions were written from.
+    section_hash = models.CharField(max_length=64, blank=True, verbose_name=_("section hash"))
+    text = models.CharField(max_length=300, verbose_name=_("question"))
+    language = models.CharField(max_length=8, default="en", verbose_name=_("language"))
+    role = models.CharField(
+        max_length=16, choices=Role.choices, default=Role.WORDING, verbose_name=_("role")
+    )
+    source = models.CharField(
+        max_length=16, choices=Source.choices, default=Source.GENERATED, verbose_name=_("source")
+    )
+    suppressed = models.BooleanField(default=False, verbose_name=_("deleted by an admin"))
+    # float32, L2-normalised, by the multilingual embedder (e5's "query: " side, as a
+    # shopper's question is embedded); empty when the embedder is off.
+    embedding = models.BinaryField(
+        null=True, blank=True, editable=False, verbose_name=_("embedding")
+    )
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
+
+    class Meta:
+        verbose_name = _("generated question")
+        verbose_name_plural = _("generated questions")
+        ordering = ["document_id", "anchor", "pk"]
+        indexes = [models.Index(fields=["document", "anchor"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["document", "anchor", "text"], name="section_question_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.text
+
+
 class SynonymSet(models.Model):
     """The shop's own words, per language, edited in Django admin (``knowledge.shop_words``
     reads the enabled ones): what shoppers call the things the articles name.

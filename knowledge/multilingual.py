@@ -89,14 +89,20 @@ def embed_passages(texts: list[str]) -> np.ndarray:
 
 
 def embed_queries(texts: list[str]) -> np.ndarray:
-    """L2-normalised float32 rows on e5's "query: " side, one per text, uncached (the
-    router's example texts at training, compared with shoppers' questions)."""
+    """L2-normalised float32 rows on e5's "query: " side, one per text, uncached: the
+    router's example texts at training, and questions stored at ingestion, compared with
+    shoppers' questions query to query."""
     if not texts:
         return np.zeros((0, DIM), dtype=np.float32)
     model = _get()
     with _lock:
         vectors = model.query(list(texts))
     return np.asarray(vectors, dtype=np.float32).reshape(len(texts), DIM)
+
+
+def available() -> bool:
+    """Whether the multilingual embedder is configured at all (any language)."""
+    return settings.TIERDESK_KB_MULTILINGUAL_EMBEDDER not in ("", "none")
 
 
 def embed_query(text: str) -> np.ndarray:

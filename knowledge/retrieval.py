@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from django.conf import settings
@@ -114,6 +114,66 @@ class MultilingualDenseRetriever(BaseRetriever):
         ]
 
 
+class GeneratedQuestionRetriever(BaseRetriever):
+    """Ranks sections by how close the question is to one of their generated questions
+    (``knowledge.section_questions``): the best cosine, query to query, by the
+    multilingual embedder. Each of a section's chunks gets the section's score."""
+
+    def __init__(
+        self,
+        snapshot: IndexSnapshot,
+        *,
+        top_k: int,
+        language: str | None,
+        sims: dict[tuple[int, str], float],
+    ) -> None:
+        super().__init__()
+        self._snapshot = snapshot
+        self._top_k = top_k
+        self._language = language
+        self._sims = sims
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        snap = self._snapshot
+        rows_of = section_rows(snap)
+        lang = self._language
+        scored: list[tuple[float, int]] = []
+        # Only a close question votes: every question is somewhat like every other
+        # to e5 (0.8 for unrelated ones), and a list of the merely least unlike would
+        # push down a section whose questions are not written yet.
+        floor = settings.TIERDESK_KB_QUESTIONS_MIN_RANK_SIMILARITY
+        for section, score in self._sims.items():
+            if score < floor:
+                continue
+            for row in rows_of.get(section, ()):
+                row_language = str(snap.languages[row])
+                if lang and (
+                    row_language == lang[1:] if lang.startswith("!") else row_language != lang
+                ):
+                    continue
+                scored.append((score, row))
+        scored.sort(reverse=True)
+        return [
+            NodeWithScore(node=snap.nodes[row], score=score) for score, row in scored[: self._top_k]
+        ]
+
+
+def section_rows(snap: IndexSnapshot) -> dict[tuple[int, str], list[int]]:
+    """The snapshot's rows by section, (document_id, section anchor): built once per
+    snapshot."""
+    cached = getattr(snap, "_section_rows", None)
+    if cached is None:
+        from .section_questions import section_anchor
+
+        cached = {}
+        for row, node in enumerate(snap.nodes):
+            meta = node.metadata
+            key = (int(meta["document_id"]), section_anchor(str(meta["anchor"])))
+            cached.setdefault(key, []).append(row)
+        snap._section_rows = cached  # type: ignore[attr-defined]
+    return cast(dict[tuple[int, str], list[int]], cached)
+
+
 def multilingual_ranked(snap: IndexSnapshot, language: str | None) -> bool:
     """Whether this language's own rows are ranked by the multilingual embedder."""
     if language is None or not multilingual.enabled_for(language):
@@ -136,6 +196,9 @@ class Passage:
     coverage: float  # share of the question's keywords in the passage
     bm25: float | None
     relevant: bool
+    # The best cosine between the question and one of the section's generated questions
+    # (knowledge.section_questions); None when the section has none embedded.
+    questions_similarity: float | None = None
 
     def citation(self, *, snippet_chars: int = 220) -> dict[str, Any]:
         snippet = " ".join(self.text.split())
@@ -281,6 +344,7 @@ def _run(
     method: str,
     top_k: int,
     candidates: int,
+    sims: dict[tuple[int, str], float] | None = None,
 ) -> tuple[list[NodeWithScore], dict[str, float]]:
     filters = (
         MetadataFilters(filters=[MetadataFilter(key="language", value=language)])
@@ -310,10 +374,17 @@ def _run(
     else:
         trusted = ml or dense_trusted(language)
     dense_weight = 1.0 if trusted else settings.TIERDESK_KB_DENSE_WEIGHT_OTHER
+    retrievers: list[BaseRetriever] = [dense, bm25]
+    weights = [dense_weight, 1.0]
+    if sims:
+        # The section's generated questions, beside its text: a shopper's wording the
+        # article doesn't use is often one of them.
+        retrievers.append(
+            GeneratedQuestionRetriever(snap, top_k=candidates, language=language, sims=sims)
+        )
+        weights.append(settings.TIERDESK_KB_QUESTIONS_WEIGHT)
     # One query (no LLM rewriting: the keywords are the rewrite), reciprocal rank.
-    fusion = WeightedFusionRetriever(
-        [dense, bm25], weights=[dense_weight, 1.0], similarity_top_k=top_k
-    )
+    fusion = WeightedFusionRetriever(retrievers, weights=weights, similarity_top_k=top_k)
     return fusion.retrieve(bundle), bm25.scores
 
 
@@ -349,6 +420,9 @@ def passages_retrieve(
     vector = embedding.embed_query(question)
     timings["embed"] = (time.perf_counter() - t) * 1000
     bundle = QueryBundle(query_str=" ".join(keywords), embedding=[float(x) for x in vector])
+    t = time.perf_counter()
+    sims = _questions_similarity(question) if method == "hybrid" else {}
+    timings["questions"] = (time.perf_counter() - t) * 1000
 
     t = time.perf_counter()
     # The question's own language first; the others only if it has nothing relevant
@@ -370,9 +444,10 @@ def passages_retrieve(
             method=method,
             top_k=top_k,
             candidates=candidates,
+            sims=sims,
         )
         passages = [
-            _passage(snap, item, vector=vector, keywords=keywords, bm25=bm25_scores)
+            _passage(snap, item, vector=vector, keywords=keywords, bm25=bm25_scores, sims=sims)
             for item in nodes
         ]
         if attempt == 0:
@@ -396,6 +471,7 @@ def _passage(
     vector: np.ndarray,
     keywords: list[str],
     bm25: dict[str, float],
+    sims: dict[tuple[int, str], float] | None = None,
 ) -> Passage:
     node = item.node
     row = snap.row_of[node.node_id]
@@ -416,6 +492,13 @@ def _passage(
     else:
         # Keywords are the only evidence here, so they get a slightly lower bar.
         relevant = coverage >= settings.TIERDESK_KB_MIN_KEYWORD_COVERAGE_OTHER
+    from .section_questions import section_anchor
+
+    asked = (sims or {}).get((int(meta["document_id"]), section_anchor(str(meta["anchor"]))))
+    # A question the section's generated questions ask in other words: relevant, and
+    # still only answered if the coverage and entailment gates agree.
+    if asked is not None and asked >= settings.TIERDESK_KB_QUESTIONS_MIN_SIMILARITY:
+        relevant = True
     return Passage(
         chunk_id=int(node.node_id) if node.node_id.isdigit() else row,
         document_id=int(meta["document_id"]),
@@ -429,4 +512,12 @@ def _passage(
         coverage=coverage,
         bm25=bm25.get(node.node_id),
         relevant=relevant,
+        questions_similarity=asked,
     )
+
+
+def _questions_similarity(question: str) -> dict[tuple[int, str], float]:
+    """Each section's best similarity to the question through its generated questions."""
+    from .section_questions import section_similarity
+
+    return section_similarity(question)

@@ -190,9 +190,13 @@ def knowledge_seed(*, ingest_now: bool = False, keys: list[str] | None = None) -
         pending = list(
             Document.objects.exclude(status=Document.Status.READY).values_list("pk", flat=True)
         )
+        from .section_questions import section_questions_sync
+
         for document_id in [*pending, *services.documents_missing_multilingual()]:
             outcome = services.document_ingest(document_id=document_id)
             ingested += outcome.result == "ready"
+            if outcome.result == "ready":
+                section_questions_sync(document_id=document_id)
     return {
         "created": created,
         "ingested": ingested,

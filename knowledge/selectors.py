@@ -11,11 +11,24 @@ from .text import language_detect
 def question_try(*, question: str, language: str | None, method: str = "hybrid") -> dict[str, Any]:
     """What retrieval returns for a question, with every score, for the admin page."""
 
+    from .cards import card_match
     from .retrieval import passages_retrieve
 
     lang = language or language_detect(question)
     result = passages_retrieve(question=question, language=lang, method=method)
+    card = card_match(question=question, language=lang)
     return {
+        # The approved card the bot would serve, and by what it matched.
+        "card": None
+        if card is None
+        else {
+            "id": card.row.card_id,
+            "question": card.row.question,
+            "heading": card.row.heading,
+            "answer": card.row.answer,
+            "how": card.how,
+            "score": round(card.score, 3),
+        },
         "question": question,
         "language": lang,
         "keywords": result.keywords,

@@ -124,32 +124,37 @@ def _enqueue(document_id: int, *, force: bool = False) -> None:
     transaction.on_commit(lambda: _send(document_id, force))
 
 
+def queue_for(document_id: int) -> str | None:
+    """The Celery queue for a document's work: the demo seed's articles as seeded go to
+    the bulk queue (its own worker), a shop admin's, and a demo article an admin edited
+    (version > 1), to the default one, so an admin's article is ingested and drafted
+    while the demo knowledge base still drafts."""
+    if Document.objects.filter(pk=document_id, version=1).exclude(seed_key=None).exists():
+        return settings.TIERDESK_KB_BULK_QUEUE or None
+    return None
+
+
 def _send(document_id: int, force: bool) -> None:
     """Never raises: with the broker down the document is saved and stays pending, and
     beat's sweep (``ingest_requeue_stale``) enqueues it once the broker is back. A
     support admin's upload must not fail because Redis restarts."""
     try:
-        task_enqueue("knowledge.document_ingest", args=[document_id, force])
+        task_enqueue(
+            "knowledge.document_ingest", args=[document_id, force], queue=queue_for(document_id)
+        )
     except Exception as exc:
         logger.warning(
             "broker unavailable, document %s stays pending until the sweep: %s", document_id, exc
         )
 
 
-def _send_cards(document_id: int) -> None:
+def _send_after_ingest(name: str, document_id: int) -> None:
+    """Conflicts, generated questions, cards: a later ingestion or the sweep redoes
+    them, so a broker that can't take one is logged, not raised."""
     try:
-        task_enqueue("knowledge.cards_sync", args=[document_id])
+        task_enqueue(name, args=[document_id], queue=queue_for(document_id))
     except Exception as exc:
-        logger.warning("broker unavailable, cards of document %s not drafted: %s", document_id, exc)
-
-
-def _send_conflicts(document_id: int) -> None:
-    try:
-        task_enqueue("knowledge.conflicts_check", args=[document_id])
-    except Exception as exc:
-        logger.warning(
-            "broker unavailable, conflicts of document %s not checked: %s", document_id, exc
-        )
+        logger.warning("broker unavailable, %s of document %s not run: %s", name, document_id, exc)
 
 
 def document_save(*, document: Document, force: bool = False) -> Document:
@@ -319,7 +324,23 @@ def ingest_requeue_stale(*, older_than_s: float) -> list[int]:
         _enqueue(document_id)
     if backfill:
         logger.info("enqueued %d document(s) for their multilingual vectors", len(backfill))
+    # Documents ingested before generated questions existed get theirs.
+    for document_id in documents_missing_questions():
+        _send_after_ingest("knowledge.section_questions_sync", document_id)
     return stale
+
+
+def documents_missing_questions() -> list[int]:
+    """Ready documents with chunks and not one generated question (ingested before the
+    questions existed, or their task was lost)."""
+    from .models import SectionQuestion
+
+    return list(
+        Document.objects.filter(status=Document.Status.READY, chunk_count__gt=0)
+        .exclude(pk__in=SectionQuestion.objects.values("document_id"))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
 
 
 @dataclass
@@ -472,9 +493,12 @@ def document_ingest(*, document_id: int, force: bool = False) -> IngestOutcome:
         kb_version_bump()
         # The cards are drafted by their own task: a model may write them, and the
         # article is searchable (and answerable by extract) before they exist.
-        # Conflicts first: the check is quick and cards may wait on a model.
-        transaction.on_commit(lambda: _send_conflicts(document_id))
-        transaction.on_commit(lambda: _send_cards(document_id))
+        # Conflicts first: the check is quick; questions and cards may wait on a model.
+        transaction.on_commit(lambda: _send_after_ingest("knowledge.conflicts_check", document_id))
+        transaction.on_commit(
+            lambda: _send_after_ingest("knowledge.section_questions_sync", document_id)
+        )
+        transaction.on_commit(lambda: _send_after_ingest("knowledge.cards_sync", document_id))
     seconds = time.perf_counter() - started
     logger.info("ingested document %s (%d chunks) in %.2fs", document_id, len(drafts), seconds)
     return IngestOutcome("ready", len(drafts), seconds)

@@ -65,3 +65,12 @@ def conflicts_check_task(document_id: int) -> dict[str, int]:
     from knowledge.conflicts import conflicts_check
 
     return conflicts_check(document_id=document_id)
+
+
+@shared_task(name="knowledge.section_questions_sync", acks_late=True)
+def section_questions_sync_task(document_id: int) -> dict[str, int]:
+    """After an ingestion: write and embed the generated questions of new or changed
+    sections (``knowledge.section_questions``; idempotent)."""
+    from knowledge.section_questions import section_questions_sync
+
+    return section_questions_sync(document_id=document_id)

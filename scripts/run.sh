@@ -32,8 +32,12 @@ if [ "${TIERDESK_MODELS:-server}" = server ]; then
   echo "  model server ready: $(cat "$MS_STATUS")"
 fi
 # -B: the worker also runs Celery beat (the gray-release schedule and guardrails tick
-# every minute); one process is enough for the single-machine embedded default.
-.venv/bin/celery -A config worker -B --schedule=var/celerybeat-schedule --loglevel=WARNING --concurrency=1 >var/log/worker.log 2>&1 &
+# every minute). It takes the default queue: a shop admin's articles, beat's tasks.
+.venv/bin/celery -A config worker -B --schedule=var/celerybeat-schedule -Q celery -n main@%h --loglevel=WARNING --concurrency=1 >var/log/worker.log 2>&1 &
+pids+=($!)
+# A second worker for the bulk queue: the demo knowledge base's ingestion, generated
+# questions and card drafting, so an admin's first article never waits behind them.
+.venv/bin/celery -A config worker -Q "${TIERDESK_KB_BULK_QUEUE:-bulk}" -n bulk@%h --loglevel=WARNING --concurrency=1 >var/log/worker-bulk.log 2>&1 &
 pids+=($!)
 .venv/bin/daphne -b "$HOST" -p "$PORT" config.asgi:application >var/log/daphne.log 2>&1 &
 DAPHNE_PID=$!

@@ -58,6 +58,9 @@ LANGUAGE_LISTS = {
     "knowledge/question_type.py:AUXILIARIES_EN": "English auxiliary verbs that open a question",
     "knowledge/question_type.py:TAGS_EN": "English question tags",
     "knowledge/coverage.py:_QUESTION_FILLER": "English words that frame a question",
+    "knowledge/doc2query.py:_VALUE_WORDINGS": (
+        "how anyone asks for a price, a duration, a percentage or a yes/no, per language"
+    ),
     "routing/knowledge_route.py:_RULE": "English/Chinese phrasing of a question about a rule",
     "routing/knowledge_route.py:_STATUS": "English/Chinese phrasing of a status question",
     "routing/knowledge_route.py:_PERSONAL": "words that make a question about one's own order",

@@ -54,6 +54,27 @@ TIERDESK_KB_JUDGE_ROLE = env_str("TIERDESK_KB_JUDGE_ROLE", "large")
 TIERDESK_KB_CARD_ROLE = env_str(
     "TIERDESK_KB_CARD_ROLE", "" if TIERDESK_ENV == "test" else "fallback"
 )
+# Generated questions (knowledge.section_questions, docs/knowledge.md "Generated
+# questions"): the model role that writes wordings and cases beside the ones the
+# section's structure gives ("": structure only); their weight in the retrieval fusion;
+# the best cosine to a section's questions (multilingual-e5, query to query) that makes
+# the section relevant, and that serves its approved card.
+TIERDESK_KB_QUESTIONS_ROLE = env_str(
+    "TIERDESK_KB_QUESTIONS_ROLE", "" if TIERDESK_ENV == "test" else "fallback"
+)
+TIERDESK_KB_QUESTIONS_WEIGHT = env_float("TIERDESK_KB_QUESTIONS_WEIGHT", 1.0)
+# Sections whose best question is below this are left out of that ranked list.
+TIERDESK_KB_QUESTIONS_MIN_RANK_SIMILARITY = env_float(
+    "TIERDESK_KB_QUESTIONS_MIN_RANK_SIMILARITY", 0.88
+)
+TIERDESK_KB_QUESTIONS_MIN_SIMILARITY = env_float("TIERDESK_KB_QUESTIONS_MIN_SIMILARITY", 0.9)
+TIERDESK_KB_CARD_MIN_QUESTIONS_SIMILARITY = env_float(
+    "TIERDESK_KB_CARD_MIN_QUESTIONS_SIMILARITY", 0.93
+)
+# The Celery queue for the demo seed's articles (ingestion, questions, cards): a worker
+# of its own (scripts/run.sh) drains it, so a shop admin's article, on the default
+# queue, never waits behind the demo knowledge base's drafting.
+TIERDESK_KB_BULK_QUEUE = env_str("TIERDESK_KB_BULK_QUEUE", "bulk")
 TIERDESK_KB_SERVE_DRAFTS = env_bool("TIERDESK_KB_SERVE_DRAFTS", False)
 TIERDESK_KB_CARD_MIN_SIMILARITY = env_float("TIERDESK_KB_CARD_MIN_SIMILARITY", 0.78)
 TIERDESK_KB_CARD_MIN_OVERLAP = env_float("TIERDESK_KB_CARD_MIN_OVERLAP", 0.6)
