@@ -229,8 +229,11 @@ def feature_rows(question: str, language: str, candidates: list[Candidate]) -> n
         best = cand.best
         material = " ".join(passage_material(p) for p in cand.passages)
         sim = sims.get(cand.key, max(p.similarity for p in cand.passages))
-        gq_sim = gq.get(cand.key, 0.0)
+        # A section with no generated questions yet (its card not drafted) is read as
+        # if its questions were as close as its text: absent is not evidence against.
+        gq_sim = gq.get(cand.key, sim)
         bm25 = max(p.bm25 or 0.0 for p in cand.passages)
+        sim_lead = _lead(sims, cand.key, sim) if sims else 0.0
         coverage = question_coverage(question, [material])
         own = question_coverage(question, [cand.text]).share
         found = quantities(material)
@@ -241,10 +244,10 @@ def feature_rows(question: str, language: str, candidates: list[Candidate]) -> n
         )
         values = {
             "sim": sim,
-            "sim_lead": _lead(sims, cand.key, sim) if sims else 0.0,
+            "sim_lead": sim_lead,
             "sim_top": 1.0 if sims and sim >= max(sims.values()) else 0.0,
             "gq_sim": gq_sim,
-            "gq_lead": _lead(gq, cand.key, gq_sim) if gq else 0.0,
+            "gq_lead": _lead(gq, cand.key, gq_sim) if cand.key in gq else sim_lead,
             "has_gq": 1.0 if cand.key in gq else 0.0,
             "bm25_rel": bm25 / bm25_max if bm25_max > 0 else 0.0,
             "bm25_log": math.log1p(bm25),
