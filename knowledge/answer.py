@@ -424,8 +424,6 @@ def answer_plan(
         chosen, extras = decided_context(decision, result.passages, budget, summaries)
     if disputed := _disputed(question, [(p.document_id, p.anchor) for p in chosen], lang):
         return disputed
-    if decision is not None and decision.label == "about":
-        return pointed_answer(question, lang, decided_pointer(decision), "about", explain)
     if (
         chosen
         and coverage_refuses(question, chosen, explain)

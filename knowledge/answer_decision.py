@@ -1,12 +1,15 @@
 """L2's answerability decision, by the fitted classifier (``knowledge.answerability``).
 
 ``answer_plan`` asks ``answerability_decision`` first. ``unrelated``: it says it
-doesn't know (no section is quoted). ``about``: the section is quoted
-(``knowledge.pointing``), never as an answer. ``answers``: the answer is written from
-that section first (then the other relevant passages, as room allows), after the
-coverage check, and the entailment guard checks it sentence by sentence; if the check
-refuses it, the section is quoted instead. None (the classifier off, or its model
-unusable): the relevance and pointing thresholds decide, as before it existed.
+doesn't know (no section is quoted). ``answers`` or ``about``: the answer is written
+from the decided section first (then the other relevant passages, as room allows)
+once the coverage check (or the judge) confirms it, and the entailment guard checks
+it sentence by sentence; when nothing confirms it, that section is quoted
+(``knowledge.pointing``), never as an answer. An ``about`` section goes through the
+same check rather than straight to its quote: on the demo shop's dev split the
+classifier calls "about" many sections that the check confirms and that answer
+correctly. None (the classifier off, or its model unusable): the relevance and
+pointing thresholds decide, as before it existed.
 """
 
 from __future__ import annotations

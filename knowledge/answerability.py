@@ -13,7 +13,8 @@ The decision for a question, over the sections retrieval found:
   class. L2 then writes the answer from it, and the entailment guard still checks
   every sentence before it is shown.
 - ``about``: else the section most likely to be about it, when "about" is its most
-  likely class. L2 quotes that section (``knowledge.pointing``), never as an answer.
+  likely class. L2 answers from it only if its coverage check confirms the section
+  answers, else quotes it (``knowledge.pointing``), never as an answer.
 - ``unrelated``: else nothing; L2 says it doesn't know.
 
 The model is loaded once per file version (path, size, modification time), not per

@@ -213,6 +213,18 @@ def _lead(scores: dict[SectionKey, float], key: SectionKey, own: float) -> float
     return own - (max(others) if others else 0.0)
 
 
+QUESTION_FEATURES = ("gq_sim", "gq_lead", "has_gq", "zh_gq_sim")
+
+
+def without_questions(rows: np.ndarray) -> np.ndarray:
+    """The same pairs as if no section had generated questions yet (a shop whose
+    cards are still being drafted): what the fit adds so the model reads that case."""
+    out = rows.copy()
+    for name in QUESTION_FEATURES:
+        out[:, FEATURES.index(name)] = 0.0
+    return out
+
+
 def feature_rows(question: str, language: str, candidates: list[Candidate]) -> np.ndarray:
     """One row of ``FEATURES`` per candidate section (blocking)."""
     from .answer import passage_material
@@ -229,9 +241,9 @@ def feature_rows(question: str, language: str, candidates: list[Candidate]) -> n
         best = cand.best
         material = " ".join(passage_material(p) for p in cand.passages)
         sim = sims.get(cand.key, max(p.similarity for p in cand.passages))
-        # A section with no generated questions yet (its card not drafted) is read as
-        # if its questions were as close as its text: absent is not evidence against.
-        gq_sim = gq.get(cand.key, sim)
+        # A section with no generated questions yet (its card not drafted) has zeros
+        # and ``has_gq`` 0; the fit teaches the model that case (``without_questions``).
+        gq_sim = gq.get(cand.key, 0.0)
         bm25 = max(p.bm25 or 0.0 for p in cand.passages)
         sim_lead = _lead(sims, cand.key, sim) if sims else 0.0
         coverage = question_coverage(question, [material])
@@ -247,7 +259,7 @@ def feature_rows(question: str, language: str, candidates: list[Candidate]) -> n
             "sim_lead": sim_lead,
             "sim_top": 1.0 if sims and sim >= max(sims.values()) else 0.0,
             "gq_sim": gq_sim,
-            "gq_lead": _lead(gq, cand.key, gq_sim) if cand.key in gq else sim_lead,
+            "gq_lead": _lead(gq, cand.key, gq_sim) if cand.key in gq else 0.0,
             "has_gq": 1.0 if cand.key in gq else 0.0,
             "bm25_rel": bm25 / bm25_max if bm25_max > 0 else 0.0,
             "bm25_log": math.log1p(bm25),

@@ -24,7 +24,14 @@ import numpy as np
 from django.conf import settings
 
 from .answerability import CLASSES, FORMAT, checksum_of
-from .answerability_features import FEATURES, Candidate, SectionKey, candidates_of, feature_rows
+from .answerability_features import (
+    FEATURES,
+    Candidate,
+    SectionKey,
+    candidates_of,
+    feature_rows,
+    without_questions,
+)
 
 KINDS = {"fact", "trap", "unanswerable"}
 LANGUAGES = {"en", "zh"}
@@ -227,23 +234,27 @@ def fit(pairs: Pairs, *, source: str, folds: int = 5) -> dict[str, Any]:
     if present != set(range(len(CLASSES))):
         absent = [CLASSES[k] for k in range(len(CLASSES)) if k not in present]
         raise LabelledDataError(f"no pairs labelled {', '.join(absent)}: add such questions")
-    mean = pairs.rows.mean(axis=0)
-    scale = pairs.rows.std(axis=0)
+    # Every pair twice: as it is, and as if its sections had no generated questions yet.
+    rows = np.vstack([pairs.rows, without_questions(pairs.rows)])
+    labels = np.concatenate([pairs.labels, pairs.labels])
+    groups = np.concatenate([pairs.groups, pairs.groups])
+    mean = rows.mean(axis=0)
+    scale = rows.std(axis=0)
     scale[scale < 1e-9] = 1.0
-    x = (pairs.rows - mean) / scale
+    x = (rows - mean) / scale
 
     def model() -> Any:
         return LogisticRegression(C=1.0, max_iter=2000)
 
     oof = np.zeros((len(x), len(CLASSES)))
-    splits = min(folds, len(set(pairs.groups.tolist())))
-    for train, held in GroupKFold(n_splits=splits).split(x, pairs.labels, pairs.groups):
-        part = model().fit(x[train], pairs.labels[train])
+    splits = min(folds, len(set(groups.tolist())))
+    for train, held in GroupKFold(n_splits=splits).split(x, labels, groups):
+        part = model().fit(x[train], labels[train])
         logits = np.full((len(held), len(CLASSES)), -1e6)
         logits[:, part.classes_] = _logits(part, x[held])
         oof[held] = logits
-    temperature = _temperature(oof, pairs.labels)
-    final = model().fit(x, pairs.labels)
+    temperature = _temperature(oof, labels)
+    final = model().fit(x, labels)
     payload: dict[str, Any] = {
         "format": FORMAT,
         "features": list(FEATURES),
@@ -256,7 +267,9 @@ def fit(pairs: Pairs, *, source: str, folds: int = 5) -> dict[str, Any]:
         "meta": {
             "source": source,
             **pairs.report,
-            "cross_validated": per_class(pairs.labels, oof.argmax(axis=1)),
+            "cross_validated": per_class(
+                labels[: len(pairs.labels)], oof[: len(pairs.labels)].argmax(axis=1)
+            ),
         },
     }
     payload["checksum"] = checksum_of(payload)
