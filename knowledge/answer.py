@@ -23,6 +23,7 @@ from inference.base import ChatMessage, GenerationRequest
 from inference.sanitize import prompt_sanitize
 
 from . import text as ktext
+from .answer_decision import answerability_decision, decided_context, decided_pointer
 from .coverage import Coverage, character_share, question_coverage
 from .grounding import passage_extract
 from .retrieval import Passage, RetrievalResult, passages_retrieve
@@ -412,17 +413,25 @@ def answer_plan(
         doc_id: part.summary for doc_id, part in snapshot.documents.items() if part.summary
     }
     budget = settings.TIERDESK_KB_CONTEXT_TOKENS
-    chosen, extras = context_select(result.passages, budget=budget, summaries=summaries)
-    chosen = coverage_first(question, chosen)
+    explain = result.explain()
+    decision = answerability_decision(question, lang, explain)
+    if decision is None:
+        chosen, extras = context_select(result.passages, budget=budget, summaries=summaries)
+        chosen = coverage_first(question, chosen)
+    elif decision.candidate is None:
+        return _dont_know(lang, explain, result.passages)
+    else:
+        chosen, extras = decided_context(decision, result.passages, budget, summaries)
     if disputed := _disputed(question, [(p.document_id, p.anchor) for p in chosen], lang):
         return disputed
-    explain = result.explain()
     if (
         chosen
         and coverage_refuses(question, chosen, explain)
         and not judged_answer(question, chosen, lang, explain)
     ):
         chosen, extras = [], []
+    if not chosen and decision is not None:
+        return pointed_answer(question, lang, decided_pointer(decision), "not_confirmed", explain)
     if not chosen:
         return _not_found(question, lang, explain, result.passages)
     per_passage = max(60, budget // max(1, len(chosen)))
@@ -479,6 +488,10 @@ def _not_found(
     pointer = clearly_about(question, lang)
     if pointer is not None:
         return pointed_answer(question, lang, pointer, "not_confirmed", explain)
+    return _dont_know(lang, explain, passages)
+
+
+def _dont_know(lang: str, explain: dict[str, Any], passages: list[Passage]) -> KnowledgeAnswer:
     return KnowledgeAnswer(
         language=lang,
         text=DONT_KNOW[lang],

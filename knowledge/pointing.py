@@ -10,7 +10,8 @@ never phrased as a yes or a no: whether they answer the question is left to the
 shopper (or the person). Replies built so are marked ``pointed`` (the ``done`` frame,
 the stored metadata) and the evaluation counts them apart, never as answered.
 
-"Clearly about": the best section of the question's language (its best chunk) has a
+"Clearly about": the answerability classifier's section (``knowledge.answerability``)
+when it is on; else the best section of the question's language (its best chunk) has a
 cosine with the question of at least ``TIERDESK_KB_POINT_MIN_SIMILARITY`` and leads
 the next section by ``TIERDESK_KB_POINT_MIN_LEAD``. English is scored by MiniLM (the
 index's own vectors); a language MiniLM doesn't read, by the multilingual embedder
@@ -128,9 +129,25 @@ def section_scores(question: str, language: str, snapshot: Any = None) -> list[t
 
 
 def clearly_about(question: str, language: str, snapshot: Any = None) -> Pointer | None:
-    """The section the question is clearly about, or None (blocking)."""
+    """The section the question is clearly about, or None (blocking). With the
+    answerability classifier on, it decides (a section it says answers or is about the
+    question); else the two thresholds below do."""
     if not settings.TIERDESK_KB_POINT:
         return None
+    if settings.TIERDESK_KB_ANSWERABILITY:
+        from .answerability import ModelError, decide_for
+
+        try:
+            decision = decide_for(question, language)
+        except (ModelError, OSError):
+            logger.exception("answerability model unusable; the thresholds decide")
+        else:
+            if decision.candidate is None:
+                return None
+            best = decision.candidate.best
+            return Pointer(
+                passage=best, similarity=best.similarity, lead=0.0, embedder="answerability"
+            )
     scorer = _scorer(language)
     if scorer is None:
         return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .core import TIERDESK_ENV
+from .core import TIERDESK_ENV, VAR_DIR
 from .env import env_bool, env_float, env_int, env_list, env_str
 
 # --- knowledge base and the L2 RAG tier ----------------------------------------------------
@@ -127,3 +127,14 @@ TIERDESK_KB_POINT_MIN_SIMILARITY_MULTILINGUAL = env_float(
 TIERDESK_KB_POINT_MIN_LEAD_MULTILINGUAL = env_float(
     "TIERDESK_KB_POINT_MIN_LEAD_MULTILINGUAL", 0.012
 )
+# Answerability (knowledge/answerability.py): a fitted classifier decides whether the
+# retrieved sections answer a question, are only about it, or are unrelated; it
+# replaces the pointing thresholds above and the passage relevance bars for L2's
+# decision (off: the thresholds decide). The shop's refit is written to and read from
+# the path below (else the seed model in knowledge/seed_data/answerability.json);
+# the classifier looks at this many retrieved passages.
+TIERDESK_KB_ANSWERABILITY = env_bool("TIERDESK_KB_ANSWERABILITY", True)
+TIERDESK_KB_ANSWERABILITY_PATH = env_str(
+    "TIERDESK_KB_ANSWERABILITY_PATH", str(VAR_DIR / "answerability.json")
+)
+TIERDESK_KB_ANSWERABILITY_CANDIDATES = env_int("TIERDESK_KB_ANSWERABILITY_CANDIDATES", 5)

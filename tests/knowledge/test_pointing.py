@@ -108,6 +108,7 @@ def test_a_tiered_rule_without_the_named_sum_is_a_mismatch() -> None:
 # -- pointing ----------------------------------------------------------------------------------
 @pytest.mark.django_db
 def test_points_at_the_section_a_question_is_clearly_about(settings: Any) -> None:
+    settings.TIERDESK_KB_ANSWERABILITY = False  # the thresholds' own test
     doc = _ingest("Bicycle delivery", BIKES_EN, "en")
     pointer = pointing.clearly_about("do you deliver bikes to Valencia?", "en")
     assert pointer is not None
@@ -135,6 +136,7 @@ def test_no_pointer_for_an_unrelated_question_or_when_off(settings: Any) -> None
 
 @pytest.mark.django_db
 def test_a_question_between_two_sections_is_not_clearly_about_one(settings: Any) -> None:
+    settings.TIERDESK_KB_ANSWERABILITY = False  # the thresholds' own test
     _ingest("Bicycle delivery", BIKES_EN, "en")
     # Raise the lead the best section needs above anything two near sections leave.
     settings.TIERDESK_KB_POINT_MIN_LEAD = 0.9
@@ -142,7 +144,8 @@ def test_a_question_between_two_sections_is_not_clearly_about_one(settings: Any)
 
 
 @pytest.mark.django_db
-def test_points_in_chinese_with_the_multilingual_embedder() -> None:
+def test_points_in_chinese_with_the_multilingual_embedder(settings: Any) -> None:
+    settings.TIERDESK_KB_ANSWERABILITY = False  # the thresholds' own test
     _ingest("自行车配送", BIKES_ZH, "zh")
     pointer = pointing.clearly_about("组装要多少钱", "zh")
     assert pointer is not None
