@@ -100,11 +100,6 @@ def embed_queries(texts: list[str]) -> np.ndarray:
     return np.asarray(vectors, dtype=np.float32).reshape(len(texts), DIM)
 
 
-def available() -> bool:
-    """Whether the multilingual embedder is configured at all (any language)."""
-    return settings.TIERDESK_KB_MULTILINGUAL_EMBEDDER not in ("", "none")
-
-
 def embed_query(text: str) -> np.ndarray:
     """The question's vector (e5's "query: " side), LRU-cached like MiniLM's."""
 
