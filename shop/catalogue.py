@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db.models import Q
+from django.db.models.functions import Lower
 
 from .models import Product
 
@@ -74,3 +75,18 @@ def profile_category(product_name: str) -> str:
 
     category = shop_profile().returns.category(product_name)
     return "" if category == DEFAULT_CATEGORY else category
+
+
+def categories_by_name(names: Iterable[str]) -> dict[str, str]:
+    """The catalogue's category of each of these product names that it lists with one,
+    keyed by the name casefolded (the return policy's lookup, chatbot/orders/policy.py)."""
+    wanted = {name.strip().casefold() for name in names if name.strip()}
+    if not wanted:
+        return {}
+    rows = (
+        Product.objects.exclude(category="")
+        .annotate(folded=Lower("name"))
+        .filter(folded__in=wanted)
+        .values_list("folded", "category")
+    )
+    return {folded.casefold(): category for folded, category in rows}

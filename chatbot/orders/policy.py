@@ -7,7 +7,8 @@ order, the items and where the refund goes; an item can be exchanged only for an
 available item of the same product in another option.
 
 The values are the shop's, read from the shop profile (shop/profile.py, admin "Shop
-profile"): the return window by membership level and by product category (a
+profile"): the return window by membership level and by product category (named in
+the profile, or the product's category in the catalogue, docs/catalogue.md; a
 category's own window applies when it is shorter, so the bot never promises a return
 the policy does not allow), the conditions items must meet by category, and the
 restocking fee. The order system gives no membership level, so the profile's default
@@ -23,12 +24,30 @@ from collections.abc import Iterable
 from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
+from shop.catalogue import categories_by_name
 from shop.profile import shop_profile
+from shop.values import DEFAULT_CATEGORY
 
 
 def _categories(item_names: Iterable[str]) -> tuple[str, ...]:
+    """Each item's category: the profile's list of product names first, else the
+    catalogue's category for the product when the profile has a window or conditions
+    for it (so importing products as "final sale" is enough), else the default."""
     returns = shop_profile().returns
-    return tuple(dict.fromkeys(returns.category(name) for name in item_names))
+    names = list(item_names)
+    own_rules = (*returns.windows_by_category, *returns.conditions_by_category)
+    policy_keys = {key.casefold(): key for key in own_rules if key != DEFAULT_CATEGORY}
+    unlisted = [name for name in names if returns.category(name) == DEFAULT_CATEGORY]
+    catalogue = categories_by_name(unlisted) if unlisted and policy_keys else {}
+
+    def category(name: str) -> str:
+        listed = returns.category(name)
+        if listed != DEFAULT_CATEGORY:
+            return listed
+        own = catalogue.get(name.strip().casefold(), "").casefold()
+        return policy_keys.get(own, DEFAULT_CATEGORY)
+
+    return tuple(dict.fromkeys(category(name) for name in names))
 
 
 def return_window_days(item_names: Iterable[str] = (), membership: str = "") -> int | None:

@@ -294,3 +294,22 @@ def test_l3_reads_only_the_products_a_question_may_name() -> None:
     assert named == ["TV"] and rows[0].price == Decimal("399.00")
     rows, named = catalogue_rows(question="do you sell mugs and tents?", limit=5)
     assert sorted(named) == ["Camp Mug", "Trail Tent"] and len(rows) == 3
+
+
+def test_the_return_policy_takes_a_products_category_from_the_catalogue() -> None:
+    from chatbot.orders.policy import return_conditions, return_window_days
+
+    values = demo_profile_values()
+    values["category_return_window_days"] = {"final sale": 0}
+    values["return_conditions"] = values["return_conditions"] | {
+        "final sale": {"en": "final sale items cannot be returned", "zh": "清仓商品不可退货"}
+    }
+    ShopProfile(**values).save()
+    csv = "sku,name,category,price\nSCARF-1,Clearance Scarf,Final Sale,9\nMUG-1,Camp Mug,,12\n"
+    assert catalogue_import_file(csv.encode(), filename="c.csv").ok
+    # Not named in the profile's lists: the catalogue's category (any case) decides.
+    assert return_window_days(["Clearance Scarf"]) == 0
+    assert return_conditions(["clearance scarf"], "en") == "final sale items cannot be returned"
+    # No category, or not in the catalogue: the default window; the profile's list wins.
+    assert return_window_days(["Camp Mug"]) == return_window_days(["Unknown"]) == 30
+    assert "unworn" in return_conditions(["Hiking Boots"], "en")
