@@ -68,8 +68,9 @@ CATALOG: dict[str, CatalogEntry] = {
         parts=_gemma_parts,
         chat_template=False,
     ),
-    # Code-tuned models answering shoppers: the only chat models of this size whose
-    # weights the package registries carry (README, "Models", says what was looked at).
+    # Code-tuned models answering shoppers: no general instruct model of this size is on
+    # the package registries, and the one smaller chat model there measured worse
+    # (README, "Models").
     "qwen2.5-coder-0.5b-instruct-q4km": CatalogEntry(
         name="qwen2.5-coder-0.5b-instruct-q4km",
         filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
