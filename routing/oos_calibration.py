@@ -136,6 +136,8 @@ def _fold_rows(data: ShopTexts, seed: int, keep: Sequence[int], rows: _Rows) -> 
         )
 
     def decision(part: _Part) -> np.ndarray:
+        if not part.texts:  # fewer than four intents: none left out
+            return np.zeros((0, len(classes)))
         x = vectorizer.transform([features_text(text_normalise(t)) for t in part.texts])
         if part.minilm is not None:
             x = sparse.hstack([x, sparse.csr_matrix(EMBEDDING_WEIGHT * part.minilm)]).tocsr()
