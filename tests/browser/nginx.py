@@ -1,8 +1,9 @@
 """Debian's nginx for the browser tests, running the shipped docs/deploy/nginx.conf.
 
 ``site_render`` swaps only the deployment's values in the shipped file (listen and
-certificate: plain HTTP here; server name, static path, upstream ports), each of which must be there exactly once: when the
-shipped file changes shape, the test fails instead of quietly testing something else.
+certificate: plain HTTP here; server name, static path, upstream ports), each of which
+must be there exactly once: when the shipped file changes shape, the test fails instead
+of quietly testing something else.
 ``nginx_run`` starts nginx in the foreground of its own process group under
 ``timeout``, so it stops by itself even when the test run is killed, and stops it at
 the end. The binary comes from scripts/browser-setup.sh (``apt-get install nginx``).
