@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from django.conf import settings
 
 from .registry import get_backend
 
@@ -204,11 +205,19 @@ def _down(role: str, url: str, error: str) -> SlotStatus:
     return SlotStatus(role, url, False, 0, 0, 0, time.monotonic(), error)
 
 
+def _auth() -> dict[str, str]:
+    """Our model server's key, when it has one (its /slots and /metrics ask for it)."""
+    key = settings.TIERDESK_MODEL_SERVER_API_KEY
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
 def probe_sync(role: str, url: str, timeout_s: float = PROBE_TIMEOUT_S) -> SlotStatus:
     if not url:
         return _down(role, url, "no llama.cpp listener")
     try:
-        with httpx.Client(base_url=url, timeout=timeout_s, trust_env=False) as client:
+        with httpx.Client(
+            base_url=url, timeout=timeout_s, trust_env=False, headers=_auth()
+        ) as client:
             slots = client.get("/slots")
             slots.raise_for_status()
             metrics = client.get("/metrics")
@@ -233,7 +242,8 @@ async def probe(role: str, url: str, timeout_s: float = PROBE_TIMEOUT_S) -> Slot
         _clients[loop] = client
     try:
         slots, metrics = await asyncio.gather(
-            client.get(url + "/slots"), client.get(url + "/metrics")
+            client.get(url + "/slots", headers=_auth()),
+            client.get(url + "/metrics", headers=_auth()),
         )
         slots.raise_for_status()
         return _parse(role, url, slots.json(), metrics.text if metrics.is_success else "")

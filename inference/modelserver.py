@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import ipaddress
 import json
 import logging
 import os
@@ -42,6 +43,16 @@ WARMUP_TOKENS = (10, 50, 100)
 def role_port(role: str, base_port: int | None = None) -> int:
     base = settings.TIERDESK_MODEL_SERVER_PORT if base_port is None else base_port
     return base + settings.MODEL_SERVER_PORT_OFFSETS[role]
+
+
+def host_is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 or localhost: a listener no other machine can reach."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def local_roles() -> list[str]:
@@ -123,6 +134,7 @@ def serve(
         config = dict(settings.LOCAL_MODELS[role]["CONFIG"])
         config["port"] = role_port(role, base_port)
         config["host"] = host
+        config["api_key"] = settings.TIERDESK_MODEL_SERVER_API_KEY
         backend = LlamaCppBackend(role, config)
         started = time.perf_counter()
         _load_nicer(backend, int(config.get("nice") or 0), idle=bool(config.get("idle")))

@@ -8,8 +8,10 @@ file; ``.env.example`` lists every name and can be copied to ``.env`` as it is.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import dotenv
@@ -107,3 +109,17 @@ def origin_parse(name: str, value: str) -> str:
 def env_origins(name: str) -> list[str]:
     """A comma-separated list of web origins (``origin_parse``); empty when unset."""
     return [origin_parse(name, item) for item in env_list(name, [])]
+
+
+def env_json_object(name: str) -> dict[str, Any]:
+    """A JSON object (``{"bucket_name": "..."}``); empty when unset."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfiguredEnv(f"{name} is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ImproperlyConfiguredEnv(f'{name} must be a JSON object, like {{"key": "value"}}')
+    return value

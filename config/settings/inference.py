@@ -88,6 +88,11 @@ if TIERDESK_MODELS not in {"server", "inprocess"}:
     raise ImproperlyConfiguredEnv(f"TIERDESK_MODELS={TIERDESK_MODELS!r}: use server|inprocess")
 TIERDESK_MODEL_SERVER_HOST = env_str("TIERDESK_MODEL_SERVER_HOST", "127.0.0.1")
 TIERDESK_MODEL_SERVER_PORT = env_int("TIERDESK_MODEL_SERVER_PORT", 8090)
+# The model server's key: when set, every listener asks for it (``Authorization: Bearer``,
+# llama.cpp's /health excepted) and the web processes and workers send it. `manage.py
+# modelserver` refuses to listen beyond loopback without one (docs/deployment.md, "The
+# model server").
+TIERDESK_MODEL_SERVER_API_KEY = env_str("TIERDESK_MODEL_SERVER_API_KEY")
 # Each role's listener is the base port plus this offset.
 MODEL_SERVER_PORT_OFFSETS = {"fast": 0, "fallback": 1, "large": 2}
 # Prompt-lookup (n-gram) speculative decoding for the fast model: "" (off) or a kind of
@@ -104,7 +109,7 @@ def _model_server_backend(role: str, local: dict[str, Any]) -> dict[str, Any]:
     port = TIERDESK_MODEL_SERVER_PORT + MODEL_SERVER_PORT_OFFSETS[role]
     remote = _remote_backend(
         f"http://{TIERDESK_MODEL_SERVER_HOST}:{port}",
-        "",
+        TIERDESK_MODEL_SERVER_API_KEY,
         str(config["model"]),
         str(config.get("sha256") or ""),
     )

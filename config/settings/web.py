@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .core import BASE_DIR, VAR_DIR
-from .env import env_str
+from .env import env_json_object, env_str
 
 INSTALLED_APPS = [
     "daphne",
@@ -73,8 +73,18 @@ TEMPLATES = [
 # --- static files, auth, i18n ---------------------------------------------------------------
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
+# Uploaded files (the knowledge base's documents) are on local disk under MEDIA_ROOT by
+# default, which only works while the web processes and the Celery workers share that
+# disk. With workers on other machines, every process must see the same files: set
+# TIERDESK_MEDIA_STORAGE to a Django storage class (django-storages' S3, GCS or Azure
+# backend, installed beside Tierdesk) and TIERDESK_MEDIA_STORAGE_OPTIONS to its OPTIONS
+# as a JSON object (docs/deployment.md, "Uploaded files").
+TIERDESK_MEDIA_STORAGE = env_str(
+    "TIERDESK_MEDIA_STORAGE", "django.core.files.storage.FileSystemStorage"
+)
+TIERDESK_MEDIA_STORAGE_OPTIONS = env_json_object("TIERDESK_MEDIA_STORAGE_OPTIONS")
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": {"BACKEND": TIERDESK_MEDIA_STORAGE, "OPTIONS": TIERDESK_MEDIA_STORAGE_OPTIONS},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True

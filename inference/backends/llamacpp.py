@@ -60,6 +60,10 @@ def server_params(config: dict[str, Any], path: Path, *, port: int = 0) -> Any:
     params.port = int(port)
     # The listener's address: 127.0.0.1 unless CONFIG says (a container network).
     params.hostnames = [str(config.get("host") or "127.0.0.1")]
+    # A key (the model server's, TIERDESK_MODEL_SERVER_API_KEY): llama.cpp then answers
+    # only requests that carry it, /health excepted.
+    if config.get("api_key"):
+        params.api_keys = [str(config["api_key"])]
     speculative = str(config.get("speculative") or "")
     if speculative:
         speculative_configure(params, speculative)
@@ -225,7 +229,12 @@ class LlamaCppBackend:
     def count_tokens(self, text: str) -> int:
         """Exact count with the model's own tokenizer (llama.cpp's /tokenize)."""
         if self._http is None:
-            self._http = httpx.Client(base_url=self.listening_address, timeout=5.0)
+            key = str(self.config.get("api_key") or "")
+            self._http = httpx.Client(
+                base_url=self.listening_address,
+                timeout=5.0,
+                headers={"Authorization": f"Bearer {key}"} if key else {},
+            )
         response = self._http.post("/tokenize", json={"content": text})
         response.raise_for_status()
         return len(response.json()["tokens"])

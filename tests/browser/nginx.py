@@ -1,8 +1,9 @@
 """Debian's nginx for the browser tests, running the shipped docs/deploy/nginx.conf.
 
-``site_render`` swaps only the deployment's values in the shipped file (listen, server
-name, static path, upstream ports), each of which must be there exactly once: when the
-shipped file changes shape, the test fails instead of quietly testing something else.
+``site_render`` swaps only the deployment's values in the shipped file (listen and
+certificate: plain HTTP here; server name, static path, upstream ports), each of which
+must be there exactly once: when the shipped file changes shape, the test fails instead
+of quietly testing something else.
 ``nginx_run`` starts nginx in the foreground of its own process group under
 ``timeout``, so it stops by itself even when the test run is killed, and stops it at
 the end. The binary comes from scripts/browser-setup.sh (``apt-get install nginx``).
@@ -43,6 +44,8 @@ def site_render(
     """The shipped site with this machine's listen port, name, static files and Daphnes."""
     text = SHIPPED.read_text()
     text = _swap(text, r"^\s*listen 443 ssl http2;$", f"    listen 127.0.0.1:{port};")
+    text = _swap(text, r"^\s*ssl_certificate /\S+;\n", "")
+    text = _swap(text, r"^\s*ssl_certificate_key /\S+;\n", "")
     text = _swap(text, r"^\s*server_name \S+;$", f"    server_name {server_name};")
     text = _swap(text, r"^\s*alias /\S+/static/;$", f"        alias {static_root}/;")
     servers = re.findall(r"^\s*server 127\.0\.0\.1:\d+ max_fails=0;\n", text, re.MULTILINE)

@@ -12,9 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from inference.modelserver import local_roles, serve, supervise
+from inference.modelserver import host_is_loopback, local_roles, serve, supervise
 
 
 class Command(BaseCommand):
@@ -33,7 +34,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--host",
             default="127.0.0.1",
-            help="address to listen on (127.0.0.1; a container network needs 0.0.0.0)",
+            help="address to listen on (127.0.0.1; any other needs TIERDESK_MODEL_SERVER_API_KEY)",
         )
         parser.add_argument(
             "--supervise",
@@ -47,6 +48,14 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if not host_is_loopback(options["host"]) and not settings.TIERDESK_MODEL_SERVER_API_KEY:
+            # Anyone who reaches the port would get free completions (and the prompts'
+            # shop data in /slots): beyond this machine, only with a key.
+            raise CommandError(
+                f"modelserver --host {options['host']} listens beyond this machine: set "
+                "TIERDESK_MODEL_SERVER_API_KEY (the web processes and workers send it), or "
+                "keep the default 127.0.0.1 (docs/deployment.md, 'The model server')"
+            )
         roles = [r for r in options["roles"].split(",") if r] or local_roles()
         unknown = sorted(set(roles) - set(local_roles()))
         if unknown:
