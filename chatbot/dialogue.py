@@ -43,6 +43,7 @@ from .answerers.flows.exchange import exchange_variant_given
 from .answerers.flows.perform import action_perform
 from .answerers.flows.returns import return_items_given
 from .answerers.l1 import order_intent
+from .answerers.l3_records import l3_adds_records
 from .answerers.offers import OFFER_HUMAN, OFFER_RETURN, OFFER_STATUS
 from .answerers.order_format import find_order_id
 from .answerers.reply_match import Option, reply_pick
@@ -193,8 +194,27 @@ class Dialogue:
             # "From now on you are DAN…": the shop's assistant says what it can help
             # with, from a template; no model sees the message.
             return say(self.ctx, rt.ROLE_PLAY, "in_role", tier=rt.CLARIFY, actions=["in_role"])
-        plan = self._offers_remember(answerer_for(decision.tier).plan(self.ctx, decision))
+        plan = answerer_for(decision.tier).plan(self.ctx, decision)
+        plan = self._offers_remember(self._one_step_to_person(plan))
         return handoff_offer_if_stuck(self.ctx, decision, plan)
+
+    def _one_step_to_person(self, plan: AnswerPlan) -> AnswerPlan:
+        """L2 found nothing and would offer the large tier: when the large tier has
+        nothing to answer from that L2 didn't (no order of the shopper's the question
+        is about, no product it names), it could only say it can't confirm that and
+        offer a person. The offer goes straight to a person instead, or to a ticket
+        when nobody can answer."""
+        ctx = self.ctx
+        if "offer:L3" not in plan.actions or l3_adds_records(
+            question=ctx.text, customer_id=ctx.customer_id
+        ):
+            return plan
+        offer = handoff_offer(self.ctx)
+        lead = template_text(self.ctx, "dialogue", "no_answer_lead")
+        plan.text = f"{lead} {offer.text}"
+        plan.actions = offer.actions
+        plan.choices = offer.choices
+        return plan
 
     def _offers_remember(self, plan: AnswerPlan) -> AnswerPlan:
         """Remember what the reply offered, so that a "yes" next turn is read as
@@ -451,6 +471,9 @@ class Dialogue:
             state.pop("pending_intent", None)
             state.pop("order_choices", None)
             state.pop("order_asked_again", None)
+            # The reply answered "which order?": the item names or dates it used to
+            # pick the order (a button lists the order's items) pick nothing else.
+            ctx.text = order_id
             return order_intent(ctx, intent, {"order_id": order_id})
         unclear = intent and listed and _short(ctx.text) and not is_no(ctx.text)
         if unclear and not state.pop("order_asked_again", False):

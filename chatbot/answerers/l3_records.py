@@ -336,6 +336,16 @@ def kb_extract(question: str, passages: list[Any]) -> str:
     return passage_extract(question, [best.text], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS)
 
 
+def l3_adds_records(*, question: str, customer_id: str) -> bool:
+    """Whether the large tier would have records for the turn's question beyond the
+    help articles L2 searched: the shopper's own orders (a signed-in shopper asking
+    about them) or the catalogue rows of a product it names. Blocking (database)."""
+    if customer_id and orders_needed(question):
+        return True
+    rows, _products = catalogue_rows(question=question, limit=1)
+    return bool(rows)
+
+
 def _fits(line: str, used: int, budget: int) -> bool:
     from knowledge.text import estimate_tokens
 

@@ -144,9 +144,33 @@ def test_out_of_scope_gets_a_clarifying_question(seeded_shop: None) -> None:
 
 def test_knowledge_question_with_nothing_relevant_does_not_guess(seeded_shop: None) -> None:
     # The demo knowledge base is not seeded here: nothing clears the score threshold.
-    plan, _ = turn("can I put the wool sweater in the washing machine, at what temperature?")
+    # Nobody is online at the desk: no dead step, the ticket form straight away.
+    question = "can I wash the wool sweater by hand, and how warm should the water be?"
+    plan, _ = turn(question)
     assert plan.tier == "L2" and plan.generation is None
-    assert "won't guess" in plan.text and "offer:L3" in plan.actions
+    assert "won't guess" in plan.text and "senior" not in plan.text
+    assert "offer:L3" not in plan.actions and "handoff:unavailable" in plan.actions
+
+
+def test_nothing_found_goes_straight_to_a_person(seeded_shop: None) -> None:
+    """When the large tier has no records L2 lacked (no product named, no order of the
+    shopper's), the offer is a person, and a "yes" queues; with a product named the
+    large tier is still offered."""
+    from django.contrib.auth import get_user_model
+
+    from chatbot.handoff import presence_connect
+
+    agent = get_user_model().objects.create_user("ana", password="x", is_staff=True)
+    presence_connect(user_id=agent.pk)
+    state: dict[str, Any] = {}
+    plan, _ = turn("can I wash the wool sweater by hand?", state=state)
+    assert plan.tier == "L2" and plan.actions == ["offer:human"]
+    assert "won't guess" in plan.text and "person" in plan.text and "senior" not in plan.text
+    plan, _ = turn("yes", state=state)
+    assert plan.actions == ["handoff:queue"]
+
+    plan, _ = turn("can I wash the yoga mat by hand?", state={})
+    assert plan.tier == "L2" and "offer:L3" in plan.actions
 
 
 def test_complex_questions_go_to_the_large_tier(seeded_shop: None) -> None:

@@ -78,7 +78,8 @@ def test_dont_know_then_yes_escalates_the_original_question(
     # the "yes" sends to L3.
     settings.TIERDESK_L3_GROUNDING_GUARD = False
     state: dict[str, Any] = {}
-    question = "what is the washing temperature for the silk scarf?"
+    # A product the catalogue sells: the large tier has its rows to answer from.
+    question = "what is the washing temperature for the yoga mat?"
     plan, _ = _turn(question, state)
     assert plan.tier == "L2" and plan.generation is None and "offer:L3" in plan.actions
     assert state["pending_offer"]["question"] == question

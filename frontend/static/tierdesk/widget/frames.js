@@ -93,6 +93,11 @@ export const frames = {
     p.node.setAttribute("data-status", "sent");
     if (mid) p.node.setAttribute("data-message-id", mid);
     p.node.querySelector(".note")?.remove();
+    // Waiting for a person: the message went to them, and the bot won't answer it.
+    if (f.human && f.held === "queued") {
+      p.node.setAttribute("data-held", "queued");
+      this._note(p.node, this._t.passedOn);
+    }
     if (answering) this._enqueue({ type: "waiting" });
   },
 

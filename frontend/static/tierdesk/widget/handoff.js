@@ -25,7 +25,6 @@ export const handoff = {
     this._typing.hidden = true;
     this._append(this._agentBubble(f));
     if (!this.isOpen) this._launcher.classList.add("unread");
-    this._scrollToEnd();
     this.dispatchEvent(new CustomEvent("tierdesk:agent", { detail: f }));
   },
 
@@ -53,6 +52,9 @@ export const handoff = {
     this.setAttribute("data-handoff", f.status);
     const bar = this._handoffBar;
     bar.setAttribute("data-status", f.status);
+    // Queued, joined, left or nobody there: the bot's question the buttons answered
+    // is over (a "yes" to it would now go to the person, or nowhere).
+    if (f.status !== was && f.status !== "none") this._clearActions();
     if (f.status === "queued") {
       bar.textContent = t.queued(f.position, Math.max(1, Math.round((f.wait_s || 0) / 60)));
       bar.hidden = false;
@@ -120,10 +122,17 @@ export const handoff = {
     return Array.isArray(actions) && (actions.includes("confirm") || actions.includes("offer:human"));
   },
 
-  _confirmButtons() {
+  // The reply's question as buttons: its options (docs/protocol.md, "choices"), else
+  // Yes/No for a confirmation or an offer. A button sends its label as the answer.
+  // They come into view with the question, unless the shopper is reading further up.
+  _choiceButtons(reply) {
     const t = this._t;
-    const box = el("div", { class: "actions" });
-    for (const label of [t.yes, t.no]) {
+    if (["queued", "claimed"].includes(this._handoff)) return; // a person answers now
+    const choices = Array.isArray(reply.choices) ? reply.choices.filter((c) => typeof c === "string" && c) : [];
+    const labels = choices.length ? choices : this._asks(reply.actions) ? [t.yes, t.no] : [];
+    if (!labels.length) return;
+    const box = el("div", { class: "actions", role: "group" });
+    for (const label of labels) {
       const btn = el("button", { type: "button" }, label);
       btn.addEventListener("click", () => {
         this._input.value = label;

@@ -55,6 +55,9 @@ export const rendering = {
       "aria-relevant": "additions",
       tabindex: "0",
     });
+    // Shown when something new lands below while the shopper reads further up.
+    this._newBelow = el("button", { type: "button", class: "new-below", part: "new-below" });
+    this._newBelow.hidden = true;
     this._greeting = el("p", { class: "msg bot greeting" });
 
     const form = el("form", { class: "composer" });
@@ -75,7 +78,9 @@ export const rendering = {
     this._typing = el("p", { class: "typing", "aria-live": "polite" });
     this._typing.hidden = true;
 
-    this._panel.append(header, this._status, this._handoffBar, this._log, this._typing, this._csat, form);
+    const logBox = el("div", { class: "log-box" });
+    logBox.append(this._log, this._newBelow);
+    this._panel.append(header, this._status, this._handoffBar, logBox, this._typing, this._csat, form);
     root.append(this._panel, this._launcher);
     this._label();
     this._renderLog([]);
@@ -98,6 +103,17 @@ export const rendering = {
 
   // What the shopper's clicks and keys do; the bot check's key rhythm on the input.
   _listen(form) {
+    this._stick = true;
+    // Whether to follow new messages is the shopper's choice, read from where they
+    // scrolled: content growing under them (a badge, buttons, the typing line) doesn't
+    // change it.
+    this._log.addEventListener("scroll", () => {
+      this._stick = this._nearEnd();
+      if (this._stick) this._newBelow.hidden = true;
+    }, { passive: true });
+    // The log shrinks when the typing line or the rating shows: keep the end in view.
+    if (typeof ResizeObserver === "function") new ResizeObserver(() => this._scrollToEnd()).observe(this._log);
+    this._newBelow.addEventListener("click", () => this._scrollToEnd(true));
     this._launcher.addEventListener("click", () => (this.isOpen ? this.close() : this.open()));
     this._closeBtn.addEventListener("click", () => this.close());
     this._panel.addEventListener("keydown", (e) => {
@@ -141,6 +157,7 @@ export const rendering = {
     this._log.setAttribute("aria-label", t.log);
     this._greeting.textContent = t.greeting;
     this._csatLabel.textContent = t.rateChat;
+    this._newBelow.textContent = t.newBelow;
     this._csat.setAttribute("aria-label", t.rateChat);
     this._csat.querySelectorAll("button").forEach((b) => b.setAttribute("aria-label", t.score(b.dataset.score)));
     this._showStatus();
@@ -156,14 +173,20 @@ export const rendering = {
     return l.scrollHeight - l.scrollTop - l.clientHeight < 48;
   },
 
+  // Follows the conversation while the shopper is at its end (or when ``force``d:
+  // they sent something); otherwise says something new is below.
   _scrollToEnd(force) {
-    if (force || this._stick) this._log.scrollTop = this._log.scrollHeight;
+    if (force) this._stick = true;
+    if (this._stick) {
+      this._log.scrollTop = this._log.scrollHeight;
+      this._newBelow.hidden = true;
+    }
   },
 
   _append(node) {
-    this._stick = this._nearEnd();
     this._log.append(node);
-    this._scrollToEnd();
+    if (this._stick) this._scrollToEnd();
+    else this._newBelow.hidden = false;
     return node;
   },
 
@@ -290,10 +313,10 @@ export const rendering = {
       if (m.status === "complete") this._thumbs(b, m.rating);
       this._log.append(b);
     }
-    // A confirmation the last reply asked for is still pending: its Yes/No come back.
+    // The question the last reply asked is still open: its buttons come back.
     const last = history[history.length - 1];
-    if (last && last.role === "bot" && last.status === "complete" && this._asks(last.actions) && !this._pending.size)
-      this._confirmButtons();
+    if (last && last.role === "bot" && last.status === "complete" && !this._pending.size)
+      this._choiceButtons(last);
     // Messages not acked yet follow the stored ones; they are re-sent after hello.
     for (const p of this._pending.values()) this._log.append(p.node);
     this._stick = true;

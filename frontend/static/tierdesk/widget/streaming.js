@@ -48,6 +48,12 @@ export const streaming = {
     return b;
   },
 
+  // The reply being written grew: follow it, or say there is more below.
+  _grew() {
+    if (this._stick) this._scrollToEnd();
+    else this._newBelow.hidden = false;
+  },
+
   _apply(op) {
     const t = this._t;
     switch (op.type) {
@@ -58,16 +64,15 @@ export const streaming = {
         const b = this._ensureBot();
         b.setAttribute("data-status", "streaming");
         b.setAttribute("data-chunks", String(Number(b.getAttribute("data-chunks") || 0) + 1));
-        this._stick = this._nearEnd();
         b.querySelector(".text").append(el("span", { class: "chunk" }, String(op.text ?? "")));
-        this._scrollToEnd();
+        this._grew();
         return;
       }
       case "replace": {
         const b = this._ensureBot();
         b.setAttribute("data-replaced", "");
         b.querySelector(".text").replaceChildren(el("span", { class: "chunk" }, String(op.text ?? "")));
-        this._scrollToEnd();
+        this._grew();
         return;
       }
       case "done": {
@@ -82,9 +87,11 @@ export const streaming = {
         this._badge(b, op);
         this._sources(b, op.citations);
         if ((op.status || "complete") === "complete") this._thumbs(b, null);
-        if (this._asks(op.actions)) this._confirmButtons();
+        // A new reply ends the question the old buttons answered; its own come with it.
+        this._clearActions();
+        this._choiceButtons(op);
         if (!this.isOpen) this._launcher.classList.add("unread");
-        this._scrollToEnd();
+        this._grew();
         this.dispatchEvent(new CustomEvent("tierdesk:reply", { detail: op }));
         return;
       }

@@ -54,6 +54,8 @@ export const STRINGS = {
     ticketDone: "Thanks! We've got your question and will answer by email.",
     ticketBad: "Please enter a valid email address and your question.",
     rateChatPerson: (name) => `How did ${name} do?`,
+    newBelow: "New message \u2193",
+    passedOn: "passed on to our team",
   },
   zh: {
     title: "\u5728\u7ebf\u5ba2\u670d",
@@ -105,6 +107,8 @@ export const STRINGS = {
     ticketDone: "谢谢！我们已收到您的问题，会通过邮件回复。",
     ticketBad: "请输入有效的邮箱地址和问题。",
     rateChatPerson: (name) => `请为${name}的服务评分`,
+    newBelow: "新消息 \u2193",
+    passedOn: "已转给客服",
     score: (n) => `${n} \u5206`,
   },
 };
