@@ -15,6 +15,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -214,6 +215,30 @@ def document_create(
     )
     if file_bytes is not None:
         document.file.save(file_name or "upload.txt", ContentFile(file_bytes), save=False)
+    return document_save(document=document)
+
+
+def document_import(*, file_name: str, data: bytes, language: str = "en") -> Document:
+    """A shop's article file as a document: created, or the one imported before from a
+    file of this name in this language updated (re-ingested only when it changed). The
+    title is the file's first Markdown heading, else its name."""
+    if language not in Document.Language.values:
+        raise ValueError(f"language {language!r}: use one of {', '.join(Document.Language.values)}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{file_name}: not UTF-8 text") from exc
+    heading = next(
+        (line.lstrip("#").strip() for line in text.splitlines() if line.startswith("# ")), ""
+    )
+    title = (heading or Path(file_name).stem)[: Document._meta.get_field("title").max_length]
+    document = Document.objects.filter(origin=file_name, language=language).first()
+    if document is None:
+        return document_create(
+            title=title, language=language, file_name=file_name, file_bytes=data, origin=file_name
+        )
+    document.title = title
+    document.file.save(file_name, ContentFile(data), save=False)
     return document_save(document=document)
 
 
