@@ -29,7 +29,7 @@ EXAMPLE_FACTS = {
     "en": {
         "order_id": "#1234567",
         "item_count": "3",
-        "items": "Desk Lamp, Notebook, Backpack",
+        "items": "Rain Poncho, Picnic Blanket, Mug",
         "total": "120.50",
         "carrier": "FedEx",
         "tracking": "784512369014",
@@ -43,7 +43,7 @@ EXAMPLE_FACTS = {
     "zh": {
         "order_id": "#1234567",
         "item_count": "3",
-        "items": "台灯, 笔记本, 背包",
+        "items": "雨披, 野餐垫, 马克杯",
         "total": "120.50",
         "carrier": "FedEx",
         "tracking": "784512369014",

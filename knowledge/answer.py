@@ -306,7 +306,7 @@ def judged_answer(
     if role is None:
         return False
     if is_lead(chosen[0]):
-        # An article's lead describes the article ("Questions about our Fleece Jacket.")
+        # An article's lead describes the article ("Questions about our jackets.")
         # rather than stating a rule, yet the 1.5B said it answers "is the fleece jacket
         # warm enough for skiing at -20?" (dev en-183), and the reply was that sentence.
         explain["judge"] = {"role": role, "answers": False, "skipped": "article lead"}

@@ -88,9 +88,24 @@ class OrderIdRecogniser:
     def find_all(self, text: str) -> list[str]:
         """Every order id in free text, canonical, in the order they appear. A message
         that is only an id (the answer to "which order?") is that id in any form."""
+        ids: list[str] = []
+        for _start, _stop, canonical in self._spans(text):
+            if canonical not in ids:
+                ids.append(canonical)
+        return ids
+
+    def blank(self, text: str) -> str:
+        """The text with every order id in it replaced by a space: its digits are not
+        a number the shopper chose ("1 from #1004" picks the first)."""
+        for start, stop, _canonical in reversed(self._spans(text)):
+            text = text[:start] + " " + text[stop:]
+        return text
+
+    def _spans(self, text: str) -> list[tuple[int, int, str]]:
+        """(start, end, canonical id) of each id in the text, left to right."""
         whole = self.normalize(text)
         if whole:
-            return [whole]
+            return [(0, len(text), whole)]
         found: list[tuple[int, int, int, str]] = []
         for rank, form in enumerate(self.forms):
             for match in form.in_text.finditer(text):
@@ -98,15 +113,14 @@ class OrderIdRecogniser:
                     continue
                 digits = _DIGITS.findall(match.group(0))[-1]
                 found.append((match.start(), rank, match.end(), form.spec.prefix + digits))
-        ids: list[str] = []
+        spans: list[tuple[int, int, str]] = []
         end = -1
         for start, _rank, stop, canonical in sorted(found):
             if start < end:
                 continue  # inside an id already taken (two forms read the same digits)
             end = stop
-            if canonical not in ids:
-                ids.append(canonical)
-        return ids
+            spans.append((start, stop, canonical))
+        return spans
 
     def find(self, text: str) -> str | None:
         ids = self.find_all(text)

@@ -97,7 +97,7 @@ def _windows(field: str, raw: Any, *, allow_none: bool) -> dict[str, Any]:
 def _categories(raw: Any) -> dict[str, str]:
     if not isinstance(raw, dict) or not all(isinstance(v, list) for v in raw.values()):
         raise ProfileError(
-            "product_categories", 'give product names by category, e.g. {"apparel": ["T-Shirt"]}.'
+            "product_categories", 'give product names by category, e.g. {"bikes": ["Gravel Bike"]}.'
         )
     by_product: dict[str, str] = {}
     for category, names in raw.items():

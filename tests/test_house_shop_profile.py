@@ -1,14 +1,19 @@
-"""House rule for issue #34: the demo shop's own values live in its seed data only.
+"""House rule: the demo shop's own values live in its seed data only.
 
 No file of the apps (code, templates, scripts) outside the demo-shop seed files names
-the demo's order-id form (``#W`` and seven digits) or quotes its store-policy values
-(the 30-day window, "unworn with tags attached"): a shop's values come from its shop
-profile (shop/profile.py), and a reply that quoted the demo's would be wrong for it.
+the demo's order-id form (``#W`` and seven digits), quotes its store-policy values
+(the 30-day window, "unworn with tags attached") or names its products (the catalogue
+of third_party/tau_bench_retail/products.json, as written there: "Water Bottle"): a
+shop's values come from its shop profile (shop/profile.py) and its catalogue
+(shop/catalogue.py), and a reply, prompt or example that quoted the demo's would be
+wrong for it.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from functools import cache
 from pathlib import Path
 
 from tests.test_house import APPS, ROOT
@@ -20,11 +25,25 @@ DEMO_VALUES = re.compile(
     r"|(?-i:RETURN_WINDOW_DAYS)\s*=\s*\d",
     re.IGNORECASE,
 )
+DEMO_PRODUCTS_FILE = ROOT / "third_party" / "tau_bench_retail" / "products.json"
+
+
+@cache
+def demo_products() -> re.Pattern[str]:
+    """The demo catalogue's product names as they are written (case-sensitive: "a
+    notebook" in a comment is a word, "Notebook" the demo's product)."""
+    products = json.loads(DEMO_PRODUCTS_FILE.read_text(encoding="utf-8"))
+    names = sorted({p["name"] for p in products.values()}, key=len, reverse=True)
+    return re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+
+
 SUFFIXES = {".py", ".html", ".js", ".json", ".md", ".txt", ".yml"}
 # The demo shop's seed files, where its values belong, and why any other file is here.
 ALLOWED = {
     "chatbot/orders/seed.py": "loads the demo shop's orders; names its late orders",
     "routing/models.py": "a field's help text; rewording it needs a migration",
+    "shop/models.py": "a field's help text names two products; rewording it needs a migration",
+    "frontend/views.py": "the demo shop's page: its sample products while its tables are empty",
 }
 ALLOWED_DIRS = ("seed_data",)
 
@@ -51,8 +70,9 @@ def test_no_app_file_names_the_demo_shops_values() -> None:
         if rel in ALLOWED:
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if match := DEMO_VALUES.search(line):
-                offenders.append(f"{rel}:{number}: {match.group(0)!r}")
+            for rule in (DEMO_VALUES, demo_products()):
+                if match := rule.search(line):
+                    offenders.append(f"{rel}:{number}: {match.group(0)!r}")
     assert not offenders, (
         "the demo shop's values outside its seed data (read them from the shop profile, "
         "shop/profile.py):\n" + "\n".join(offenders)
@@ -71,10 +91,16 @@ def test_the_rule_catches_what_it_is_for() -> None:
         assert DEMO_VALUES.search(text), text
     for text in ("#1001", "SO-12345", "#W{7}", "unworn items are worn's opposite", "30 days ago"):
         assert not DEMO_VALUES.search(text), text
+    products = demo_products()
+    for text in ("a Water Bottle", "the T-Shirt (blue)", "Hiking Boots,"):
+        assert products.search(text), text
+    for text in ("a water bottle", "Trail Tent", "a notebook", "Water Bottles-Rack"):
+        assert not products.search(text), text
 
 
 def test_allowed_files_still_exist_and_need_it() -> None:
     for rel in ALLOWED:
         path = ROOT / rel
         assert path.is_file(), rel
-        assert DEMO_VALUES.search(path.read_text(encoding="utf-8")), f"{rel} no longer needs it"
+        text = path.read_text(encoding="utf-8")
+        assert DEMO_VALUES.search(text) or demo_products().search(text), f"{rel} no longer needs it"

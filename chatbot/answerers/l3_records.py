@@ -265,7 +265,7 @@ def _stem(word: str) -> str:
 
 
 def _head(name: str) -> str:
-    """A product's head noun ("Hiking Boots" -> "boot"): what a question names it by."""
+    """A product's head noun ("Trail Tents" -> "tent"): what a question names it by."""
     words = _WORD.findall(name.lower())
     return _stem(words[-1]) if words else ""
 

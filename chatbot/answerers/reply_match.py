@@ -6,7 +6,7 @@ needed" is the reason the bot suggested, not a "no". An option is picked by
 
 1. its own wording or any other (``Option.pattern``, EN and ZH), or its label;
 2. its place in the list: "2", "the first one", "the last one", "第二个";
-3. its name: a word of an item or product name ("the puzzle" for Jigsaw Puzzle);
+3. its name: a word of an item or product name ("the tent" for Trail Tent);
 4. its date: "the one from May 3", "2024-05-03", "5月3日的".
 
 A reply that picks nothing gets the question asked again with its options as buttons
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from knowledge.numerals import ordinal
+from routing.order_ids import order_ids
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,6 @@ class Option:
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
 
-# Order ids ("#W2974929") carry digits that are not a place in a list.
-_ORDER_ID = re.compile(r"#?\s?w\s?\d{6,12}", re.IGNORECASE)
 _ORDINAL_WORD = re.compile(
     r"\b(first|second|third|fourth|fifth|1st|2nd|3rd|4th|5th)\b"
     r"|第\s*([一二三四五六七八九十\d]{1,3})"
@@ -120,7 +119,8 @@ def days_in_text(text: str) -> list[tuple[int, int]]:
 
 def places_in_text(text: str, count: int) -> list[int]:
     """The 1-based places in a list of ``count`` the text names, in order."""
-    cleaned = _ORDER_ID.sub(" ", text)
+    # The shop's order ids (its forms: shop profile) carry digits that are not a place.
+    cleaned = order_ids().blank(text)
     for pattern, _kind in _DATE_PATTERNS:  # "May 3" is a date, not the third option
         cleaned = pattern.sub(" ", cleaned)
     places: list[int] = []

@@ -13,6 +13,8 @@ from chatbot.answerers.base import AnswerPlan
 from chatbot.answerers.reply_match import Option, days_in_text, places_in_text, reply_pick
 from chatbot.dialogue import Dialogue, TurnContext
 from chatbot.orders.models import Order
+from shop.models import ShopProfile
+from shop.seed import profile_seed
 
 pytestmark = pytest.mark.django_db
 
@@ -129,3 +131,17 @@ def test_the_matcher_reads_places_names_dates_and_wording() -> None:
     assert places_in_text("#W4435622", 5) == [] and places_in_text("May 3", 5) == []
     assert days_in_text("the one from May 3rd") == [(5, 3)]
     assert days_in_text("5月3日那单") == [(5, 3)] and days_in_text("2024-05-03") == [(5, 3)]
+
+
+@pytest.fixture
+def shopify_profile() -> None:
+    profile_seed()
+    row = ShopProfile.objects.get()
+    row.order_id_formats = "#{3-6}"
+    row.save()  # clears the profile cache of this process
+
+
+def test_the_shops_own_order_ids_are_not_places(shopify_profile: None) -> None:
+    # A Shopify shop: "#1004" and "order 1004" are ids; their digits pick nothing.
+    assert places_in_text("#1004", 5) == [] and places_in_text("order 1004", 5) == []
+    assert places_in_text("2 from order #1004", 5) == [2]

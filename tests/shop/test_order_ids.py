@@ -94,3 +94,19 @@ def test_normalize(forms: str, typed: str, canonical: str | None) -> None:
 def test_example_is_in_the_first_form() -> None:
     assert _ids(f"{SHOPIFY}\n{DEMO}").example() == "#123"
     assert _ids(DEMO).normalize(_ids(DEMO).example()) == _ids(DEMO).example()
+
+
+def test_blank_removes_the_ids_and_keeps_the_other_numbers() -> None:
+    shopify, demo = _ids(SHOPIFY), _ids(DEMO)
+    assert shopify.blank("1 from #1004").split() == ["1", "from"]
+    # The order word goes with its id; the amount stays.
+    assert shopify.blank("the 2nd of order 1004, £39.50").split() == [
+        "the",
+        "2nd",
+        "of",
+        ",",
+        "£39.50",
+    ]
+    assert shopify.blank("#1004").strip() == ""  # the whole message is an id
+    assert demo.blank("2 from #W4435622 and 3").split() == ["2", "from", "and", "3"]
+    assert shopify.blank("2 from #W4435622") == "2 from #W4435622"  # not this shop's form
