@@ -3,7 +3,7 @@
 // in Debian's headless Chromium against a real Daphne server. Prints one JSON object.
 //
 //   node tests/browser/second_shop_e2e.mjs --page http://127.0.0.1:PORT/ \
-//        --messages '["where is order 1004?", ...]' [--screenshot PNG]
+//        --messages '["where is order 1004?", ...]' [--screenshot PNG --shot-after N]
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -16,6 +16,8 @@ const { values: opts } = parseArgs({
     page: { type: "string" },
     messages: { type: "string" },
     screenshot: { type: "string", default: "" },
+    // The screenshot is taken after this message's reply (0-based; default the last).
+    "shot-after": { type: "string", default: "-1" },
     "timeout-ms": { type: "string", default: "240000" },
   },
 });
@@ -69,8 +71,10 @@ try {
   // The shop's page put its signed token on the element: the widget identifies with it.
   await page.waitForSelector(`${HOST}[data-identified]`, { timeout: 30000 });
   step("signed in");
+  const messages = JSON.parse(opts.messages);
+  const shotAfter = Number(opts["shot-after"]) < 0 ? messages.length - 1 : Number(opts["shot-after"]);
   let bots = 0;
-  for (const text of JSON.parse(opts.messages)) {
+  for (const [index, text] of messages.entries()) {
     const input = page.locator(`${HOST} textarea`);
     await input.fill(text);
     await input.press("Enter");
@@ -78,11 +82,11 @@ try {
     bots += 1;
     result.replies.push({ said: text, ...reply });
     step("reply", { said: text, tier: reply.tier });
-  }
-  if (opts.screenshot) {
-    fs.mkdirSync(path.dirname(path.resolve(opts.screenshot)), { recursive: true });
-    await page.screenshot({ path: opts.screenshot, fullPage: true });
-    result.screenshot = path.resolve(opts.screenshot);
+    if (opts.screenshot && index === shotAfter) {
+      fs.mkdirSync(path.dirname(path.resolve(opts.screenshot)), { recursive: true });
+      await page.screenshot({ path: opts.screenshot, fullPage: true });
+      result.screenshot = path.resolve(opts.screenshot);
+    }
   }
   result.ok = true;
 } catch (err) {

@@ -37,6 +37,7 @@ MESSAGES = [
     "where is order 1004?",
     "I'd like to return an item from order 1004",
     "1",
+    "yes",
     # "compare": the seeded comparison rule sends it to L3, which reads the catalogue.
     "Compare the 54 cm and the 56 cm Dales Gravel Bike: what are they built with, and how "
     "much does each cost?",
@@ -47,6 +48,8 @@ def _node(browser_tools: str, page: str, shot: Path) -> dict[str, object]:
     cmd = [
         *(browser_tools, str(SCRIPT), "--page", page),
         *("--messages", json.dumps(MESSAGES), "--screenshot", str(shot)),
+        # The picture shows the return confirmation: the shop's 14 days and conditions.
+        *("--shot-after", str(MESSAGES.index("1"))),
     ]
     proc = subprocess.run(
         cmd, cwd=REPO, capture_output=True, text=True, timeout=NODE_TIMEOUT_S, check=False
@@ -109,7 +112,7 @@ def test_a_uk_bike_shop_set_up_by_commands_answers_its_shopper(
             )
     replies = result["replies"]
     assert isinstance(replies, list)
-    status, listed, confirm, product = replies
+    status, listed, confirm, requested, product = replies
     print("\n" + "\n".join(f"[{r['tier']}] {r['said']} -> {r['text']}" for r in replies))
     assert not any(r["errors"] for r in replies), replies
     # The order, in the shop's own id form, from the shop's own API.
@@ -121,6 +124,11 @@ def test_a_uk_bike_shop_set_up_by_commands_answers_its_shopper(
     assert "To confirm: return Canal Pannier Bag" in confirm["text"], confirm
     assert "14 days" in confirm["text"] and "30 days" not in confirm["text"], confirm
     assert "original box" in confirm["text"] and "tags" not in confirm["text"], confirm
+    # "yes" requests it from the shop's own API, once.
+    posts = [r for r in api.requests if r.startswith("POST ")]
+    assert posts == ["POST /api/customers/olivia_hughes_2041/orders/1004/return"], api.requests
+    assert shop.orders["#1004"]["order"]["status"] == "return requested"
+    assert requested["tier"] == "L1" and "#1004" in requested["text"], requested
     # L3 answers from the shop's catalogue, in pounds.
     assert product["tier"] == "L3", product
     assert "Dales Gravel Bike" in product["text"], product

@@ -72,12 +72,12 @@ class Command(BaseCommand):
         if not ShopProfile.objects.exists():
             self.stderr.write(
                 "WARNING: no shop profile yet, so the demo shop's order-id form, postcode "
-                "format, currency and return policy apply. Set yours in the admin: Shop "
-                "profile (docs/shop-profile.md)."
+                "format, currency and return policy apply. Set yours in the admin (Shop "
+                "profile) or with setup_shop --profile FILE (docs/shop-profile.md)."
             )
         self.stdout.write(
             "Next: set the order system (TIERDESK_ORDER_BACKEND=http, docs/order-api.md), "
             "bring your catalogue in (manage.py import_catalogue FILE or catalogue_sync, "
-            "docs/catalogue.md), add your knowledge base in the admin, and put the staff "
-            "in their groups."
+            "docs/catalogue.md), add your knowledge base (manage.py knowledge_ingest FILE... "
+            "or the admin), and put the staff in their groups."
         )
