@@ -118,6 +118,22 @@ def flat(prefix: str, section: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def seed_fit() -> None:
+    """Fit the seed model (knowledge/seed_data/answerability.json) from the demo shop's
+    seed sets: the ``dev`` split of its questions and the probe sets, never ``test``."""
+    from knowledge import answerability
+    from knowledge.answerability_fit import artifact_write, fit, labelled_load, pairs_build
+
+    demo = SETS / "demo"
+    files = [(demo / "questions.jsonl", {"dev"})]
+    files += [(p, {p.stem}) for p in sorted(demo.glob("probe*.jsonl"))]
+    rows = [row for file, splits in files for row in labelled_load(file, splits=splits)]
+    payload = fit(pairs_build(rows), source="demo seed sets (dev split and probes)")
+    artifact_write(payload, answerability.SEED_PATH)
+    answerability.model_reset()
+    log(f"seed model: {payload['meta']['questions']} questions, {payload['checksum'][:12]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true", help="refit the seed model first")
@@ -127,8 +143,6 @@ def main(argv: list[str] | None = None) -> int:
     from bench._tmpdb import django_on_temp_sqlite
 
     with django_on_temp_sqlite(shop=True):
-        from django.core.management import call_command
-
         from knowledge import answerability
         from knowledge.answerability_fit import labelled_load
         from knowledge.seed import knowledge_seed
@@ -137,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         articles_add(SETS / "demo" / "articles.json")
         log(f"demo knowledge base: {knowledge_ready()}")
         if args.fit:
-            call_command("fit_answerability")
+            seed_fit()
         model = answerability.model_load()
         demo = evaluate(labelled_load(SETS / "demo" / "questions.jsonl", splits={"test"}))
         log(f"demo test: {demo['per_class']} {demo['questions']}")

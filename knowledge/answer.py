@@ -23,7 +23,7 @@ from inference.base import ChatMessage, GenerationRequest
 from inference.sanitize import prompt_sanitize
 
 from . import text as ktext
-from .answer_decision import answerability_decision, decided_context, decided_pointer
+from .answer_decision import answerability_decision, decided_passages, decided_pointer
 from .coverage import Coverage, character_share, question_coverage
 from .grounding import passage_extract
 from .retrieval import Passage, RetrievalResult, passages_retrieve
@@ -147,7 +147,7 @@ def context_select(
 
 def passage_material(passage: Passage) -> str:
     """What a passage says, with the article title and section heading it sits under."""
-    return f"{passage.title} {passage.heading} {passage.text}"
+    return passage.material
 
 
 def other_goods(question: str, coverage: Coverage, passages: list[str]) -> list[str]:
@@ -406,12 +406,7 @@ def answer_plan(
             return disputed
         return card_or_pointed(match, question, lang)
     result = retrieval or passages_retrieve(question=question, language=lang, method=method)
-    from .index import get_snapshot
-
-    snapshot = get_snapshot()
-    summaries = {
-        doc_id: part.summary for doc_id, part in snapshot.documents.items() if part.summary
-    }
+    summaries = _summaries()
     budget = settings.TIERDESK_KB_CONTEXT_TOKENS
     explain = result.explain()
     decision = answerability_decision(question, lang, explain)
@@ -421,7 +416,9 @@ def answer_plan(
     elif decision.candidate is None:
         return _dont_know(lang, explain, result.passages)
     else:
-        chosen, extras = decided_context(decision, result.passages, budget, summaries)
+        chosen, extras = context_select(
+            decided_passages(decision, result.passages), budget=budget, summaries=summaries
+        )
     if disputed := _disputed(question, [(p.document_id, p.anchor) for p in chosen], lang):
         return disputed
     if (
@@ -447,14 +444,7 @@ def answer_plan(
     extract = passage_extract(
         question, [p.text for p in chosen], max_chars=settings.TIERDESK_KB_EXTRACT_CHARS
     )
-    fallback_text = MODEL_DOWN[lang].format(
-        title=best.title, snippet=_trim(" ".join(best.text.split()), 80)
-    )
-    pointed = _best_pointed(question, lang, best, extract)
-    if pointed["extract_other_case"]:
-        # The passage snippet the model-down text shows would state another case's
-        # branch too: the section's quote goes out instead (marked only if it does).
-        fallback_text = pointed["text"]
+    fallback_text, pointed = _model_down(question, lang, best, extract)
     return KnowledgeAnswer(
         language=lang,
         text=fallback_text,
@@ -476,6 +466,27 @@ def answer_plan(
         if settings.TIERDESK_KB_GROUNDING_GUARD
         else None,
     )
+
+
+def _model_down(
+    question: str, lang: str, best: Passage, extract: str
+) -> tuple[str, dict[str, Any]]:
+    """What goes out when the model can't write the answer, and the section's pointed
+    quote. The passage snippet the model-down text shows would state another case's
+    branch too: the section's quote goes out instead (marked only if it does)."""
+    snippet = _trim(" ".join(best.text.split()), 80)
+    pointed = _best_pointed(question, lang, best, extract)
+    if pointed["extract_other_case"]:
+        return str(pointed["text"]), pointed
+    return MODEL_DOWN[lang].format(title=best.title, snippet=snippet), pointed
+
+
+def _summaries() -> dict[int, str]:
+    """Each document's summary, from the current index snapshot."""
+    from .index import get_snapshot
+
+    documents = get_snapshot().documents
+    return {doc_id: part.summary for doc_id, part in documents.items() if part.summary}
 
 
 def _not_found(

@@ -44,17 +44,13 @@ def answerability_decision(
     return decision
 
 
-def decided_context(
-    decision: Decision, passages: list[Passage], budget: int, summaries: dict[int, str]
-) -> tuple[list[Passage], list[tuple[str, str]]]:
-    """The decided section's passages first, then the other relevant ones, in budget."""
-    from .answer import context_select
-
+def decided_passages(decision: Decision, passages: list[Passage]) -> list[Passage]:
+    """The decided section's passages first (as relevant), then the others, for L2's
+    context selection."""
     assert decision.candidate is not None
     key = decision.candidate.key
     own = [dataclasses.replace(p, relevant=True) for p in decision.candidate.passages]
-    others = [p for p in passages if section_key(p) != key]
-    return context_select([*own, *others], budget=budget, summaries=summaries)
+    return [*own, *(p for p in passages if section_key(p) != key)]
 
 
 def decided_pointer(decision: Decision) -> Pointer:

@@ -227,8 +227,6 @@ def without_questions(rows: np.ndarray) -> np.ndarray:
 
 def feature_rows(question: str, language: str, candidates: list[Candidate]) -> np.ndarray:
     """One row of ``FEATURES`` per candidate section (blocking)."""
-    from .answer import passage_material
-
     snap = get_snapshot()
     sims = section_similarities(question, language, snap)
     gq = question_similarities(question, language)
@@ -239,7 +237,7 @@ def feature_rows(question: str, language: str, candidates: list[Candidate]) -> n
     rows: list[list[float]] = []
     for cand in candidates:
         best = cand.best
-        material = " ".join(passage_material(p) for p in cand.passages)
+        material = " ".join(p.material for p in cand.passages)
         sim = sims.get(cand.key, max(p.similarity for p in cand.passages))
         # A section with no generated questions yet (its card not drafted) has zeros
         # and ``has_gq`` 0; the fit teaches the model that case (``without_questions``).

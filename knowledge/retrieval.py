@@ -200,6 +200,11 @@ class Passage:
     # (knowledge.section_questions); None when the section has none embedded.
     questions_similarity: float | None = None
 
+    @property
+    def material(self) -> str:
+        """What the passage says, with the article title and section heading above it."""
+        return f"{self.title} {self.heading} {self.text}"
+
     def citation(self, *, snippet_chars: int = 220) -> dict[str, Any]:
         snippet = " ".join(self.text.split())
         if len(snippet) > snippet_chars:

@@ -186,6 +186,13 @@ class CeleryWorker:
 
     def start(self) -> None:
         command = [sys.executable, "-m", "celery", "-A", self.app, "worker", *self.extra]
+        if "-Q" not in self.extra:
+            # Both queues, as a deployment's single worker takes them: the demo seed's
+            # articles go to the bulk queue.
+            from django.conf import settings
+
+            queues = f"{settings.CELERY_TASK_DEFAULT_QUEUE},{settings.TIERDESK_KB_BULK_QUEUE}"
+            command += ["-Q", queues]
         command += ["--concurrency=1", "--pool=prefork", "--loglevel=INFO"]
         command += ["--without-gossip", "--without-mingle"]
         with self.log.open("ab") as out:
