@@ -8,10 +8,8 @@ from django.shortcuts import render
 from django.utils import translation
 from django.views.decorators.http import require_GET
 
+from chatbot.refusals import DJANGO_LANGUAGES as _SITE_LANGUAGE
 from knowledge.help_pages import help_article, help_index
-
-# Article languages (knowledge.Document.Language) as the site's language codes.
-_SITE_LANGUAGE = {"en": "en", "zh": "zh-hans"}
 
 
 def _article_language(request: HttpRequest) -> str:
