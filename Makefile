@@ -1,6 +1,6 @@
 # The two commands: `make run` (the product, embedded default) and `make test` (the suite,
 # on two pytest-xdist workers, a test file per worker at a time: module fixtures stay whole).
-.PHONY: setup run test lint services bench load pytest eval-router bench-roleplay bench-router eval-router-shop bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails eval-answers bench-desk bench-judge
+.PHONY: setup run test test-durations lint services bench load pytest eval-router bench-roleplay bench-router eval-router-shop bench-compression eval-rag bench-rag bench-l3 wasm eval-bot bench-bot bench-guardrails eval-answers bench-desk bench-judge
 
 setup:
 	bash scripts/setup.sh
@@ -13,7 +13,12 @@ services:
 
 test: setup services
 	bash scripts/browser-setup.sh
-	bash scripts/pytest.sh -n $${TIERDESK_TEST_WORKERS:-2} --dist loadfile
+	bash scripts/pytest.sh -n $${TIERDESK_TEST_WORKERS:-2} --dist loadfile --no-loadscope-reorder
+
+# Measure each test file's seconds again (tests/durations.json orders the files in make test).
+test-durations: setup services
+	bash scripts/browser-setup.sh
+	bash scripts/pytest.sh -n $${TIERDESK_TEST_WORKERS:-2} --dist loadfile --no-loadscope-reorder --durations-write
 
 lint: setup
 	.venv/bin/ruff check .

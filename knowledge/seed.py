@@ -147,6 +147,11 @@ STORE_POLICY = (
 )
 
 
+def knowledge_keys() -> list[str]:
+    """The demo knowledge base's article keys, store policy last."""
+    return [key for key, *_ in [*ARTICLES, STORE_POLICY]]
+
+
 def article_path(relative: str) -> Path:
     if relative.startswith("third_party/"):
         return Path(settings.BASE_DIR) / relative

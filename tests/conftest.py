@@ -11,6 +11,13 @@ from inference import registry
 from inference.catalog import CATALOG, model_assemble
 from tests.fakes import FakeBackend
 
+# The files' order: longest first, so the xdist workers end together.
+from tests.schedule import (  # noqa: F401
+    pytest_addoption,
+    pytest_collection_modifyitems,
+    pytest_configure,
+)
+
 # The fixtures with real servers, for tests/inference and tests/chatbot alike.
 from tests.servers import (  # noqa: F401
     fallback_model,

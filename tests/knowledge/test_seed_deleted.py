@@ -68,3 +68,17 @@ def test_a_support_admin_deletes_and_restores_a_demo_article_in_admin(client: Cl
     assert "1 demo article(s) restored" in response.content.decode()
     assert Document.objects.filter(seed_key=KEY).exists()
     assert not DeletedSeedDocument.objects.exists()
+
+
+def test_seed_demo_seeds_only_the_named_articles_and_refuses_an_unknown_key() -> None:
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="Unknown knowledge article key"):
+        call_command("seed_demo", "--knowledge", "en-boots-faq", "no-such-article")
+    assert not Document.objects.exists()
+
+    call_command("seed_demo", "--knowledge", "en-boots-faq", "store-policy")
+    assert set(Document.objects.values_list("seed_key", flat=True)) == {
+        "en-boots-faq",
+        "store-policy",
+    }

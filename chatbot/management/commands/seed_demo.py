@@ -7,9 +7,10 @@ edited (routing/seed.py).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
@@ -24,14 +25,31 @@ class Command(BaseCommand):
             action="store_true",
             help="Also move the demo orders' dates to today (chatbot/orders/seed.py).",
         )
+        parser.add_argument(
+            "--knowledge",
+            nargs="+",
+            metavar="KEY",
+            help=(
+                "Seed only these knowledge articles (their keys in knowledge/seed.py, "
+                "e.g. en-boots-faq store-policy) instead of the whole demo knowledge base."
+            ),
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         from chatbot.orders.seed import catalogue_seed, shop_seed
-        from knowledge.seed import knowledge_seed
+        from knowledge.seed import knowledge_keys, knowledge_seed
         from routing.seed import intents_seed
         from routing.seed_templates import templates_seed
         from shop.seed import profile_seed
 
+        keys = options.get("knowledge")
+        if keys:
+            unknown = sorted(set(keys) - set(knowledge_keys()))
+            if unknown:
+                raise CommandError(
+                    f"Unknown knowledge article key(s): {', '.join(unknown)}. "
+                    f"Known: {', '.join(knowledge_keys())}."
+                )
         for name, func in (
             ("profile", profile_seed),
             ("shop", shop_seed),
@@ -40,7 +58,7 @@ class Command(BaseCommand):
             ("intents", intents_seed),
             ("templates", templates_seed),
             # Documents are created here and ingested by the Celery worker.
-            ("knowledge", knowledge_seed),
+            ("knowledge", partial(knowledge_seed, keys=keys or None)),
         ):
             counts = func()
             self.stdout.write(f"seeded {name}: {counts}")
