@@ -9,7 +9,7 @@ from django.utils import translation
 from django.views.decorators.http import require_GET
 
 from chatbot.refusals import DJANGO_LANGUAGES as _SITE_LANGUAGE
-from knowledge.help_pages import help_article, help_index
+from knowledge.help_pages import help_article, help_has_articles, help_index
 
 
 def _article_language(request: HttpRequest) -> str:
@@ -31,7 +31,7 @@ def index(request: HttpRequest) -> HttpResponse:
                 "articles": help_index(language),
                 "language": _SITE_LANGUAGE[language],
                 "other": other,
-                "has_other": bool(help_index(other)),
+                "has_other": help_has_articles(other),
             },
         )
 

@@ -92,3 +92,8 @@ def help_index(language: str = "") -> list[HelpLink]:
         HelpLink(pk, title, lang)
         for pk, title, lang in rows.order_by("title").values_list("pk", "title", "language")
     ]
+
+
+def help_has_articles(language: str) -> bool:
+    """Whether any article in ``language`` is published (the index's language switch)."""
+    return Document.objects.filter(status=Document.Status.READY, language=language).exists()

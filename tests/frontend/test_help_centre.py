@@ -88,6 +88,14 @@ def test_the_index_lists_ready_articles_in_the_shoppers_language(client: Client)
     assert "Bike servicing" in html and "Draft" not in html and "自行车保养" not in html
     zh = client.get("/help/", headers={"accept-language": "zh-hans"}).content.decode()
     assert "自行车保养" in zh and "Bike servicing" not in zh
+    # Each index offers the other language's articles, which exist.
+    assert 'href="?lang=zh"' in html and 'href="?lang=en"' in zh
+
+
+def test_the_index_offers_no_other_language_without_its_articles(client: Client) -> None:
+    _doc()
+    _doc(title="草稿", text="# 草稿\n\n未发布。\n", language="zh", status=Document.Status.PENDING)
+    assert "?lang=zh" not in client.get("/help/").content.decode()
 
 
 def test_a_citation_links_to_the_help_page_at_its_section() -> None:
