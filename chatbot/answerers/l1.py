@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -46,6 +46,9 @@ from .order_format import (
     tracking_url,
 )
 from .reply_guards import FactGuard, Guard
+
+if TYPE_CHECKING:
+    from knowledge.rule_case import Subject
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +182,7 @@ def with_rule(ctx: TurnContext, decision: rt.RouteDecision, plan: AnswerPlan) ->
     )
 
 
-def _for_case(ctx: TurnContext, text: str, subject: Any) -> str:
+def _for_case(ctx: TurnContext, text: str, subject: Subject) -> str:
     """The rule's sentences about the message's subject that hold for the shopper's
     case; "" when none does (the order system failing leaves the case unknown)."""
     from chatbot.orders.types import OrderServiceError
