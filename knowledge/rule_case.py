@@ -79,10 +79,15 @@ class Condition:
 
 def message_terms(text: str) -> frozenset[str]:
     """Content words: English by stem, Chinese words as jieba cuts them; courtesy,
-    question filler and anything with a digit (order ids, quantities) left out."""
+    question filler, goods in general ("my stuff" asks about no rule) and anything with
+    a digit (order ids, quantities) left out."""
     out: set[str] = set()
     for word in ktext.content_words(text):
-        if word in QUESTION_FILLER or any(ch.isdigit() for ch in word):
+        if (
+            word in QUESTION_FILLER
+            or word in ktext.GENERIC_NOUNS
+            or any(ch.isdigit() for ch in word)
+        ):
             continue
         term = word if ktext.has_cjk(word) else shop_words.stem(word)
         if term and term not in COURTESY_TERMS:

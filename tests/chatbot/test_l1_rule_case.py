@@ -105,6 +105,7 @@ def test_a_plain_order_question_quotes_no_rule(kb: None) -> None:
         ("has my order shipped yet?", rt.ORDER_STATUS, "en"),
         ("when will my order arrive?", rt.DELIVERY_TIME, "en"),
         ("can I cancel my order?", rt.CANCEL_ORDER, "en"),
+        ("when will my things get here?", rt.DELIVERY_TIME, "en"),
         ("我的订单到哪了？", rt.ORDER_STATUS, "zh"),
         ("我的订单什么时候到？", rt.DELIVERY_TIME, "zh"),
     ):
