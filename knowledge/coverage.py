@@ -22,7 +22,7 @@ from .question_type import is_tag_question, is_wh, is_yes_no
 from .terms import COURTESY_TERMS, content_terms, normalise, tokens, zh_chars
 
 # Question words that say how it is asked, not what about ("how fast", "whats", "..., right?").
-_QUESTION_FILLER = ktext.wordset(
+QUESTION_FILLER = ktext.wordset(
     """
     whats what's right fast quick quickly long soon enough after before anymore ever even
     possible allowed able okay ok sure guys pls plz thx until till while ur lol 才 不了 行
@@ -110,11 +110,7 @@ def question_coverage(
     stated = _figure_kinds(text)
     for word in ktext.question_keywords(question):
         lowered = word.lower()
-        if (
-            lowered in _QUESTION_FILLER
-            or lowered in COURTESY_TERMS
-            or not lowered.strip("?？!！.,")
-        ):
+        if lowered in QUESTION_FILLER or lowered in COURTESY_TERMS or not lowered.strip("?？!！.,"):
             continue
         if lowered in ktext.GENERIC_NOUNS:
             # Goods in general ("can I return things in a store?", "东西坏了能退吗"):

@@ -70,6 +70,11 @@ def alternatives(
     )
 
 
+def alternatives_in(word: str, *, zh: bool) -> frozenset[str]:
+    """The shop's equivalent terms for ``word`` in the Chinese (``zh``) or English sets."""
+    return shop_words.current().alternatives_in(word, zh=zh)
+
+
 def expand_tokens(tokens: list[str]) -> list[str]:
     """``tokens`` (index tokens) and the same words for them, each once, originals
     first (for ranking: a broader word would favour every passage about items)."""

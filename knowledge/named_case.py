@@ -201,7 +201,7 @@ def named_case(question: str) -> NamedCase:
     return NamedCase(places=places_in(question), amounts=amounts_in(question))
 
 
-def _same_place(a: str, b: str) -> bool:
+def same_place(a: str, b: str) -> bool:
     x, y = _norm(a), _norm(b)
     return bool(x and y) and (x == y or x in y or y in x)
 
@@ -222,7 +222,7 @@ def branch_mismatch(question: str, reply: str) -> str:
         return ""
     if case.places:
         stated = places_in(reply)
-        if stated and not any(_same_place(p, s) for p in case.places for s in stated):
+        if stated and not any(same_place(p, s) for p in case.places for s in stated):
             return f"the reply names {', '.join(stated)}, the question {', '.join(case.places)}"
     if case.amounts:
         bounds = thresholds_in(reply)

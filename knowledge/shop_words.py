@@ -106,6 +106,11 @@ class ShopWords:
         table = self.tables.get((zh, broader, broader and goods_in_general), {})
         return table.get(word, frozenset())
 
+    def alternatives_in(self, word: str, *, zh: bool) -> frozenset[str]:
+        """The equivalent terms of ``word`` in one language's sets, whatever script
+        it is written in (a Chinese set "金卡, gold" names the level gold)."""
+        return self.tables.get((zh, False, False), {}).get(word, frozenset())
+
     def is_goods(self, word: str) -> bool:
         zh = ktext.has_cjk(word)
         return (word if zh else stem(word)) in self.goods.get(zh, frozenset())

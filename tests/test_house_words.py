@@ -57,7 +57,7 @@ LANGUAGE_LISTS = {
     "knowledge/question_type.py:WH_ZH": "Chinese question words",
     "knowledge/question_type.py:AUXILIARIES_EN": "English auxiliary verbs that open a question",
     "knowledge/question_type.py:TAGS_EN": "English question tags",
-    "knowledge/coverage.py:_QUESTION_FILLER": "English words that frame a question",
+    "knowledge/coverage.py:QUESTION_FILLER": "English words that frame a question",
     "knowledge/doc2query.py:_VALUE_WORDINGS": (
         "how anyone asks for a price, a duration, a percentage or a yes/no, per language"
     ),
@@ -94,6 +94,9 @@ LANGUAGE_LISTS = {
     "knowledge/named_case.py:_AT_LEAST_BEFORE": "a lower bound (over, 满)",
     "knowledge/named_case.py:_AT_LEAST_AFTER": "a lower bound after it (or more, 以上)",
     "knowledge/named_case.py:_BELOW_BEFORE": "an upper bound (under, 低于)",
+    # the case a rule is stated for (knowledge/rule_case.py)
+    "knowledge/rule_case.py:_ABROAD": "English/Chinese words for orders to another country",
+    "knowledge/rule_case.py:_DOMESTIC": "English/Chinese words for orders within the country",
     # values a statement holds (knowledge/values.py)
     "knowledge/values.py:_MONEY": "currency signs and words around an amount",
     "knowledge/values.py:_CURRENCY": "currency signs and words to ISO codes",

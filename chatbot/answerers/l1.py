@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -46,6 +46,9 @@ from .order_format import (
     tracking_url,
 )
 from .reply_guards import FactGuard, Guard
+
+if TYPE_CHECKING:
+    from knowledge.rule_case import Subject
 
 logger = logging.getLogger(__name__)
 
@@ -123,13 +126,18 @@ def with_rule(ctx: TurnContext, decision: rt.RouteDecision, plan: AnswerPlan) ->
     """The flow's reply with the shop's rule for the message before it.
 
     Routing can't tell every question about the rule ("can I still return my order
-    after 30 days?", "how long does shipping take for my order?") from a request to act
-    on an order, so the order flows cite the knowledge base themselves: an approved
-    card's answer, or the article's own sentences when a passage holds the question
-    (``knowledge.answer.rule_answer``), then the flow's own step (asking who the
-    shopper is, which order...). Account help answers from the articles alone: its
-    template is generic. A model-phrased reply (order facts under the fact guard), a
-    message naming an order id and a routing rule's decision keep the flow's reply."""
+    after 30 days?") from a request to act on an order, so the order flows cite the
+    knowledge base themselves: an approved card's answer, or the article's own
+    sentences when a passage holds the question (``knowledge.answer.rule_answer``),
+    then the flow's own step (asking who the shopper is, which order...). Account help
+    answers from the articles alone: its template is generic. A model-phrased reply
+    (order facts under the fact guard), a message naming an order id and a routing
+    rule's decision keep the flow's reply.
+
+    An order flow quotes only the rule's sentences that answer this shopper
+    (``_for_case``): a message that asks nothing beyond its intent ("where is my
+    order?") gets no rule, and a sentence stated for another case (members of a
+    level, orders abroad) is left out unless the shopper's case is known to be it."""
     if (
         decision.intent not in RULE_INTENTS
         or plan.generation is not None
@@ -137,23 +145,32 @@ def with_rule(ctx: TurnContext, decision: rt.RouteDecision, plan: AnswerPlan) ->
         or find_order_id(ctx.text)
     ):
         return plan
+    from knowledge import rule_case
     from knowledge.answer import rule_answer
+    from routing.intent_topics import intent_topic
     from routing.knowledge_route import is_question
 
+    order_flow = decision.intent in rt.ORDER_INTENTS
+    subject = rule_case.message_subject(ctx.text, intent_topic(decision.intent, ctx.language))
+    if order_flow and not subject:
+        return plan
     try:
         rule = rule_answer(question=ctx.text, language=ctx.language, judge=is_question(ctx.text))
     except Exception:  # an index fault leaves the flow's own reply, never a guess
         logger.exception("knowledge base unavailable to the %s flow", decision.intent)
         return plan
     if rule is None:
-        return _without_rule(ctx, plan) if decision.intent in rt.ORDER_INTENTS else plan
+        return _without_rule(ctx, plan) if order_flow else plan
+    rule_text = _for_case(ctx, rule.text, subject) if order_flow else rule.text
+    if not rule_text:
+        return plan  # the shop has a rule, but not one known to be this shopper's
     if decision.intent == rt.ACCOUNT_HELP:
-        text = rule.text
+        text = rule_text
     elif plan.text == template_text(ctx, "dialogue", "ask_identity"):
         # "I can help with that. First, ..." reads wrong after an answer.
-        text = f"{rule.text}\n\n{template_text(ctx, 'dialogue', 'ask_identity_also')}"
+        text = f"{rule_text}\n\n{template_text(ctx, 'dialogue', 'ask_identity_also')}"
     else:
-        text = f"{rule.text}\n\n{plan.text}"
+        text = f"{rule_text}\n\n{plan.text}"
     return L1Plan(
         tier=plan.tier,
         intent=plan.intent,
@@ -162,6 +179,29 @@ def with_rule(ctx: TurnContext, decision: rt.RouteDecision, plan: AnswerPlan) ->
         actions=plan.actions,
         personal=plan.personal,
         citations=rule.citations,
+    )
+
+
+def _for_case(ctx: TurnContext, text: str, subject: Subject) -> str:
+    """The rule's sentences about the message's subject that hold for the shopper's
+    case; "" when none does (the order system failing leaves the case unknown)."""
+    from chatbot.orders.types import OrderServiceError
+    from knowledge import rule_case
+    from shop.profile import shop_profile
+
+    from .shopper_case import shopper_case
+
+    try:
+        case = shopper_case(ctx)
+    except OrderServiceError:
+        case = rule_case.ShopperCase()
+    profile = shop_profile()
+    return rule_case.rule_for_case(
+        text,
+        subject,
+        case,
+        levels=profile.returns.windows_by_membership,
+        home=profile.country,
     )
 
 
