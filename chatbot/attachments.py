@@ -99,7 +99,7 @@ def photo_clean(data: bytes) -> CleanPhoto:
     if mime not in STORED_AS:
         raise AttachmentRefused("bad_type", f"not a JPEG, PNG, WebP or HEIC photo ({mime or '?'})")
     if mime == "image/heic" and not _heif_opener():
-        raise AttachmentRefused("bad_type", "HEIC needs pillow-heif, which is not installed")
+        raise AttachmentRefused("heic_off", "HEIC needs pillow-heif, which is not installed")
     fmt, content_type, extension = STORED_AS[mime]
     try:
         with warnings.catch_warnings():

@@ -260,3 +260,16 @@ def test_a_photo_in_a_queued_conversation_is_in_the_agents_view(media: Path) -> 
     [message] = detail["messages"]
     assert message["role"] == "user" and message["attachment"]["name"] == "dent.png"
     assert message["attachment"]["url"].startswith("/desk/attachments/")
+
+
+def test_without_pillow_heif_a_heic_photo_is_refused_by_name(
+    media: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A shop that uninstalled pillow-heif (NOTICE): the package is present here, so its
+    # absence is simulated by making its import fail.
+    original = picture("HEIF")
+    monkeypatch.setitem(__import__("sys").modules, "pillow_heif", None)
+    session = Conversation.objects.create().session_key
+    response = upload(original, "IMG_0003.HEIC", session=session, content_type="image/heic")
+    assert response.status_code == 400 and response.json()["error"] == "heic_off"
+    assert stored_files(media) == []
