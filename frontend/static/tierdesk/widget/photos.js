@@ -144,9 +144,10 @@ export const photos = {
         error.hidden = false;
         return;
       }
-      add.disabled = true;
+      // The ticket waits for its photo: sent meanwhile, it would go without it.
+      add.disabled = before.disabled = true;
       const result = await this._photoUpload(file, "ticket");
-      add.disabled = false;
+      add.disabled = before.disabled = false;
       if (!result.ok) {
         error.textContent = t.photoError(result.error, Number(this._limits.max_attachment_bytes) || 0);
         error.hidden = false;
