@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import psycopg
 import pytest
 from PIL import Image, ImageDraw
 
@@ -96,3 +97,35 @@ def test_a_shoppers_photo_reaches_the_desk(
     if name == "desktop":
         shutil.copyfile(widget_shot, REPO / "docs" / "widget-attachment.png")
         shutil.copyfile(desk_shot, REPO / "docs" / "desk-attachment.png")
+
+
+def test_a_photo_goes_with_a_ticket_when_nobody_is_online(
+    browser_tools: str, daphne_server: LiveServer, tmp_path: Path
+) -> None:
+    # The live server is shared with the desk tests, whose agents may still count as online.
+    with psycopg.connect(daphne_server.database_url, autocommit=True) as conn:
+        conn.execute("UPDATE chatbot_agentpresence SET connections = 0")
+        before = conn.execute("SELECT coalesce(max(id), 0) FROM desk_ticket").fetchone()
+    not_photo = tmp_path / "receipt.png"
+    not_photo.write_text("Order #W2611340, total 49.00\n" * 20)
+    result = node_scenario(
+        browser_tools,
+        SCRIPT,
+        daphne_server,
+        "ticket",
+        "--photo",
+        str(parcel(tmp_path / "IMG_2043.jpg", "JPEG", (300, 280))),
+        "--not-photo",
+        str(not_photo),
+    )
+    assert result["errors"] == [], result
+    assert "JPEG, PNG, WebP or HEIC" in result["ticket_refused"], result
+    assert result["ticket_question_kept"] == "The box came crushed; photo attached."
+    with psycopg.connect(daphne_server.database_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT t.question, a.name, a.content_type FROM desk_ticket t"
+            " JOIN desk_ticket_attachments ta ON ta.ticket_id = t.id"
+            " JOIN chatbot_attachment a ON a.id = ta.attachment_id WHERE t.id > %s",
+            (before[0] if before else 0,),
+        ).fetchall()
+    assert rows == [("The box came crushed; photo attached.", "IMG_2043.jpg", "image/jpeg")]
