@@ -212,8 +212,9 @@ _EN_TAIL = re.compile(r"\s+(?:only|too|as well)$", re.IGNORECASE)
 # Chinese: the shop speaking ("我们", "本店") or to the shopper ("您"), and the modal or
 # negation a yes/no turns on.
 _ZH_WE = re.compile(r"^(?:我们|本店|本公司|我司|商城|小店)")
-_ZH_YOU = re.compile(r"^(?:您|你|顾客|会员|客户)")
-_ZH_MODAL = re.compile(r"不能|不可以|不可|无法|不予|不会|不再|暂不|可以|能够|能|会")
+_ZH_YOU = re.compile(r"^(?:您|你)(?!们)")
+# (Not a bare 会, which starts 会员; not the 能 of 功能 or 可能.)
+_ZH_MODAL = re.compile(r"不能|不可以|不可|无法|不予|不会|不再|暂不|可以|能够|(?<![功可性技智体])能")
 _ZH_NOT = re.compile(r"^(?:不|没有|只|仅|也|都|均|暂|已|还)+")
 MAX_RULE_CHARS = {"en": 90, "zh": 30}
 _CUT_AT_ABBREVIATION = re.compile(r"\b[A-Za-z]\.[A-Za-z]\.?$")
@@ -222,7 +223,10 @@ _CUT_AT_ABBREVIATION = re.compile(r"\b[A-Za-z]\.[A-Za-z]\.?$")
 def _en_rule(clause: str) -> list[str]:
     clause = _EN_TAIL.sub("", clause.rstrip(".!;: "))
     if m := _EN_WE.match(clause):
-        return [f"Do you {m['rest']}?", f"Can you {m['rest']}?"]
+        rest = m["rest"]
+        if be := re.match(r"(?:are|were)\s+(?:not\s+)?(.+)$", rest, re.IGNORECASE):
+            return [f"Are you {be[1]}?"]
+        return [f"Do you {rest}?", f"Can you {rest}?"]
     if m := _EN_YOU.match(clause):
         return [f"Can I {m['rest']}?"]
     if m := _EN_MODAL.match(clause):
@@ -237,6 +241,14 @@ def _lower_first(text: str) -> str:
     if first[1:].islower() or len(first) == 1:
         return text[:1].lower() + text[1:]
     return text
+
+
+def _starts_with_verb(text: str) -> bool:
+    import jieba.posseg
+
+    ktext._jieba()
+    first = next(iter(jieba.posseg.cut(text)), None)
+    return first is not None and first.flag.startswith("v")
 
 
 def _zh_rule(clause: str, *, plain: bool) -> list[str]:
@@ -255,7 +267,8 @@ def _zh_rule(clause: str, *, plain: bool) -> list[str]:
     if len(rest) < 2:
         return []
     if we:
-        return [f"你们{rest}吗？", f"能不能{rest}？"]
+        # 能不能 asks for a verb: "能不能提供…", not "能不能商品…".
+        return [f"你们{rest}吗？"] + ([f"能不能{rest}？"] if _starts_with_verb(rest) else [])
     # A statement with neither the shop speaking nor a modal is a yes/no only when it
     # states the rule without a figure ("运费由顾客承担" -> 运费由顾客承担吗？).
     return [f"{rest}吗？"] if plain else []

@@ -134,3 +134,21 @@ Unused items can be returned within 30 days for a full refund.
     assert "How long does returning take for a teapot?" in cases
     zh = _questions(TEA_ZH, "zh", words)["寄往外地"]
     assert "你们能寄到西湖区吗？" in [q.text for q in zh if q.role == doc2query.INSTANCE]
+
+
+def test_rules_become_yes_no_questions_without_breaking_words() -> None:
+    from knowledge.question_forms import rule_questions
+
+    # 会员 is no modal 会, and 能不能 comes only before a verb.
+    assert rule_questions("会员全场享受折扣。", "zh") == ["会员全场享受折扣吗？"]
+    assert rule_questions("本店茶叶品种齐全。", "zh") == ["你们茶叶品种齐全吗？"]
+    assert rule_questions("我们不提供货到付款。", "zh") == [
+        "你们提供货到付款吗？",
+        "能不能提供货到付款？",
+    ]
+    assert rule_questions("We are closed on public holidays.", "en") == [
+        "Are you closed on public holidays?"
+    ]
+    assert rule_questions("Shipping is free on orders over €40.", "en") == [
+        "Is shipping free on orders over €40?"
+    ]
