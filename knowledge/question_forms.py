@@ -213,10 +213,14 @@ _EN_TAIL = re.compile(r"\s+(?:only|too|as well)$", re.IGNORECASE)
 # negation a yes/no turns on.
 _ZH_WE = re.compile(r"^(?:我们|本店|本公司|我司|商城|小店)")
 _ZH_YOU = re.compile(r"^(?:您|你)(?!们)")
-# (Not a bare 会, which starts 会员; not the 能 of 功能 or 可能.)
-_ZH_MODAL = re.compile(r"不能|不可以|不可|无法|不予|不会|不再|暂不|可以|能够|(?<![功可性技智体])能")
+# (Not a bare 会, which starts 会员; not the 能 of 功能 or 可能, nor 只能/才能: those
+# sentences are asked as written.)
+_ZH_MODAL = re.compile(
+    r"不能|不可以|不可|无法|不予|不会|不再|暂不|可以|能够|(?<![功可性技智体才只仅])能"
+)
 _ZH_NOT = re.compile(r"^(?:不|没有|只|仅|也|都|均|暂|已|还)+")
 MAX_RULE_CHARS = {"en": 90, "zh": 30}
+_ZH_CONDITION = re.compile(r"^(?:如果?|若|当|假如|如需|如对|在)|(?:后|时|前|的话|之后|以后|期间)$")
 _CUT_AT_ABBREVIATION = re.compile(r"\b[A-Za-z]\.[A-Za-z]\.?$")
 
 
@@ -288,6 +292,8 @@ def rule_questions(sentence: str, language: str, *, plain: bool = True) -> list[
             continue
         if _CUT_AT_ABBREVIATION.search(clause):
             continue  # a sentence split inside "P.O. box": not the whole rule
+        if language == "zh" and _ZH_CONDITION.search(clause):
+            continue  # "如需…", "…发货后": a condition, not the rule
         made = _zh_rule(clause, plain=plain) if language == "zh" else _en_rule(clause)
         if made:
             out += made

@@ -152,3 +152,13 @@ def test_rules_become_yes_no_questions_without_breaking_words() -> None:
     assert rule_questions("Shipping is free on orders over €40.", "en") == [
         "Is shipping free on orders over €40?"
     ]
+
+
+def test_a_condition_clause_is_no_rule_question() -> None:
+    from knowledge.question_forms import rule_questions
+
+    assert rule_questions("每笔订单发货后，电子发票会发送到您的邮箱。", "zh") == [
+        "电子发票会发送到您的邮箱吗？"
+    ]
+    # 只能 is asked as written ("只能不能" is no question).
+    assert rule_questions("生日日期每年只能修改一次。", "zh") == ["生日日期每年只能修改一次吗？"]
