@@ -2,10 +2,12 @@
 bench.answerability``; docs/knowledge.md, "Answerability").
 
 1. A throw-away SQLite database gets the demo knowledge base with the evaluation's
-   added articles (bench/sets/answers/demo/articles.json), ingested, with extractive
-   answer cards as ``make eval-answers`` drafts them. ``--fit`` first refits the seed
-   model there (``manage.py fit_answerability``: the demo ``dev`` split and the probe
-   sets, never ``test``).
+   added articles (bench/sets/answers/demo/articles.json), ingested, with the sections'
+   generated questions and extractive answer cards as ``make eval-answers`` writes
+   them (generated questions from the sections' structure only, as in the tests,
+   unless ``TIERDESK_KB_QUESTIONS_ROLE`` is set). ``--fit`` first refits the
+   seed model there (``manage.py fit_answerability``: the demo ``dev`` split and the
+   probe sets, never ``test``).
 2. On the demo ``test`` split: precision and recall per class over (question, section)
    pairs built as the fit builds them, and per question the decision L2 takes
    (answers from the right section, about the right article, unrelated when nothing
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from datetime import UTC, datetime
@@ -50,19 +53,23 @@ def articles_add(path: Path) -> None:
 
 
 def knowledge_ready() -> dict[str, Any]:
-    """Ingest every document and approve the cards the entailment check backs."""
+    """Ingest every document, write its sections' generated questions (the classifier's
+    question features read them) and approve the cards the entailment check backs."""
     from knowledge import cards, services
-    from knowledge.models import AnswerCard, Document
+    from knowledge.models import AnswerCard, Document, SectionQuestion
+    from knowledge.section_questions import section_questions_sync
 
     started = time.perf_counter()
     for document_id in Document.objects.values_list("pk", flat=True):
         services.document_ingest(document_id=document_id)
+        section_questions_sync(document_id=document_id)
         cards.cards_sync(document_id=document_id)
     backed = [c.pk for c in AnswerCard.objects.all() if c.entailed]
     cards.card_review(card_ids=backed, status=AnswerCard.Status.APPROVED, user_id=None)
     return {
         "documents": Document.objects.count(),
         "cards": AnswerCard.objects.count(),
+        "generated_questions": SectionQuestion.objects.count(),
         "seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -139,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fit", action="store_true", help="refit the seed model first")
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args(argv)
+    # Structure-made questions only, unless the caller names a role: a model call per
+    # section of the demo knowledge base would make this run an hour on two cores.
+    os.environ.setdefault("TIERDESK_KB_QUESTIONS_ROLE", "")
 
     from bench._tmpdb import django_on_temp_sqlite
 

@@ -14,19 +14,17 @@ best chunk speaks for it. Blocking (embedding, numpy): a worker thread only.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
-from dataclasses import dataclass, field
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from inference.versioned import VersionedCache
-
 from . import embedding, multilingual
 from .coverage import character_share, question_coverage
-from .index import KB_VERSION, IndexSnapshot, get_snapshot
+from .index import IndexSnapshot, get_snapshot
 from .numerals import quantities
 from .retrieval import Passage, dense_trusted
+from .section_questions import section_similarity
 from .terms import NEG_EN, NEG_ZH
 
 SectionKey = tuple[int, str]
@@ -91,92 +89,12 @@ def candidates_of(passages: list[Passage]) -> list[Candidate]:
     return list(out.values())
 
 
-# -- generated questions ------------------------------------------------------------------------
-def generated_questions(snapshot: IndexSnapshot | None = None) -> dict[SectionKey, list[str]]:
-    """The shopper-style questions written for each section. Today: its answer card's
-    phrasings (drafted or approved, not rejected); the one place to repoint when
-    sections get their own generated questions."""
-    from .models import AnswerCard
-
-    out: dict[SectionKey, list[str]] = {}
-    rows = AnswerCard.objects.exclude(status=AnswerCard.Status.REJECTED).values_list(
-        "document_id", "anchor", "questions"
-    )
-    for document_id, anchor, questions in rows:
-        key = (int(document_id), str(anchor).split("#", 1)[0])
-        out.setdefault(key, []).extend(str(q) for q in questions or [] if str(q).strip())
-    return out
-
-
-@dataclass
-class QuestionVectors:
-    """Every section's generated questions, embedded per language (the embedder that
-    scores that language): one matrix per language, a section key per row."""
-
-    version: int
-    keys: dict[str, list[SectionKey]] = field(default_factory=dict)
-    matrices: dict[str, np.ndarray] = field(default_factory=dict)
-
-
-def _language_of(key: SectionKey, snap: IndexSnapshot) -> str:
-    part = snap.documents.get(key[0])
-    return str(getattr(part, "language", "") or "en")
-
-
-def _embed_for(language: str, texts: list[str]) -> np.ndarray:
-    if multilingual.enabled_for(language):
-        return multilingual.embed_passages(texts)
-    return embedding.embed_texts(texts)
-
-
-def _build(previous: QuestionVectors | None, key: Hashable) -> QuestionVectors:
-    version = int(cast(tuple[int, str], key)[0])
-    snap = get_snapshot()
-    texts: dict[str, list[str]] = {}
-    out = QuestionVectors(version=version)
-    for section, questions in generated_questions(snap).items():
-        language = _language_of(section, snap)
-        for question in questions:
-            texts.setdefault(language, []).append(question)
-            out.keys.setdefault(language, []).append(section)
-    for language, batch in texts.items():
-        out.matrices[language] = _embed_for(language, batch)
-    return out
-
-
-# Rebuilt when the knowledge base changes (a card's questions edited, an article added).
-_vectors: VersionedCache[QuestionVectors] = VersionedCache(
-    name="generated question vectors", source=KB_VERSION, build=_build
-)
-
-
-def vectors_reset() -> None:
-    _vectors.reset()
-
-
-def _query_vector(question: str, language: str) -> np.ndarray:
-    if multilingual.enabled_for(language):
-        return np.asarray(multilingual.embed_query(question), dtype=np.float32)
-    return np.asarray(embedding.embed_query(question), dtype=np.float32)
-
-
 def _best_by_section(keys: list[SectionKey], scores: np.ndarray) -> dict[SectionKey, float]:
     best: dict[SectionKey, float] = {}
     for key, score in zip(keys, scores.tolist(), strict=True):
         if score > best.get(key, -1.0):
             best[key] = float(score)
     return best
-
-
-def question_similarities(question: str, language: str) -> dict[SectionKey, float]:
-    """Per section of the question's language, the cosine of its closest generated
-    question."""
-    vectors = _vectors.get()
-    matrix = vectors.matrices.get(language)
-    if matrix is None or not len(matrix):
-        return {}
-    scores = matrix @ _query_vector(question, language)
-    return _best_by_section(vectors.keys[language], scores)
 
 
 def section_similarities(
@@ -229,7 +147,9 @@ def feature_rows(question: str, language: str, candidates: list[Candidate]) -> n
     """One row of ``FEATURES`` per candidate section (blocking)."""
     snap = get_snapshot()
     sims = section_similarities(question, language, snap)
-    gq = question_similarities(question, language)
+    # The section's generated questions (written at ingestion, edited by admins) by
+    # their multilingual vectors, whatever the section's language.
+    gq = section_similarity(question)
     bm25_max = max((p.bm25 or 0.0 for c in candidates for p in c.passages), default=0.0)
     q_neg = _negated(question)
     q_numbers = quantities(question)

@@ -2,12 +2,13 @@
 
 Two sources, both cheap enough for a two-core machine:
 
-- the section's structure, for any shop: its heading asked several ways, short and
-  long; a question per kind of value it states (a price, a duration, a percentage); the
-  shop's own words (``SynonymSet`` rows): another wording for each heading word that has
-  an equivalent, and an instance question for each narrower term whose broader term the
-  section names ("Lyon" under "France") and each kind of goods when the section's rule
-  is about items in general;
+- the section's structure, for any shop, in the forms of ``knowledge.question_forms``:
+  its heading as asked; its topic asked for each kind of value it states (a price "how
+  much", a duration "how long"); its rules as yes/no questions; a question for each
+  place it names; and, from the shop's own words (``SynonymSet`` rows), another wording
+  for each heading word that has an equivalent and an instance question for each
+  narrower term whose broader term the section names ("Lyon" under "France") and each
+  kind of goods when the section's rule is about items in general;
 - with a model role set (``TIERDESK_KB_QUESTIONS_ROLE``), one call that writes further
   wordings and cases the rule covers, in English and Chinese.
 
@@ -24,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from . import ingest, shop_words
+from . import question_forms as forms
 from . import text as ktext
 from . import values as kvalues
 from .card_questions import heading_question, speculative
@@ -45,32 +47,9 @@ class Generated:
     role: str  # WORDING | INSTANCE
 
 
-# How anyone asks about a topic, per language: "{t}" is the section's topic. Few and
-# short: a frame every section shares ("How does ... work?") would make every section
-# look alike to a question asked in that frame.
-_WORDINGS = {
-    "en": ("{t}?", "Tell me about {t}"),
-    "zh": ("{t}？", "{t}怎么说？"),
-}
-# A question per kind of value the section states.
-_VALUE_WORDINGS = {
-    "en": {
-        "money": "How much does {t} cost?",
-        "duration": "How long does {t} take?",
-        "percent": "What percentage is {t}?",
-        "polarity": "Is {t} possible?",
-    },
-    "zh": {
-        "money": "{t}多少钱？",
-        "duration": "{t}需要多久？",
-        "percent": "{t}是百分之多少？",
-        "polarity": "{t}可以吗？",
-    },
-}
-# A case the section's rule covers: "{x}" is the narrower term, "{q}" the section's
-# question (its heading as a question, or its topic).
-# Never the term alone ("What about Lyon?"): that would match every section naming it.
-_INSTANCES = {"en": ("{x}: {q}",), "zh": ("{x}：{q}",)}
+# How many yes/no questions a section's rules give: the first rules of a section are
+# its main ones, and every question is a vector to compare.
+MAX_RULES = 3
 
 _PROMPT = {
     "en": (
@@ -111,29 +90,67 @@ def _lower(t: str) -> str:
 def structural(
     section: ingest.Section, *, language: str, words: list[shop_words.WordSet]
 ) -> list[Generated]:
-    """The questions the section's structure and the shop's words give (no model)."""
-    lang = language if language in _WORDINGS else "en"
+    """The questions the section's structure and the shop's words give (no model):
+    its heading as asked, its topic asked for each kind of value the section states,
+    its rules as yes/no questions, and the places and cases it names or covers."""
+    lang = language if language in forms.VALUE_FORMS else "en"
     t = topic(section)
     if not t:
         return []
     asked = heading_question(section)
-    is_question = asked.endswith(("?", "？"))
-    inner = t if lang == "zh" else _lower(t)
-    question = asked if is_question else _WORDINGS[lang][0].format(t=t)
+    is_question = bool(asked) and forms.asks(asked, lang)
+    mark = "？" if lang == "zh" else "?"
+    question = (asked if asked.endswith(("?", "？")) else asked + mark) if is_question else t + mark
+    inner = forms.core(t if lang == "zh" else _lower(t), lang)
+    values = kvalues.section_values(section.text, heading=section.heading)
+    # The kinds of value asked about the topic: those stated about the heading's
+    # subject, or that the heading itself names ("Shipping costs"); a duration stated
+    # about something else ("unopened items within 30 days" under "Opened products")
+    # is not how the topic is asked.
+    about = kvalues.subject_words(asked or t)
+    kinds = {v.kind for v in values if _stated_about(v, about)}
+    kinds |= forms.heading_kinds(asked or t) & {v.kind for v in values}
     out: list[str] = [question]
     if not is_question:
-        # A heading that names a topic ("Gift wrapping"): asked about, and asked for
-        # each kind of value the section states. A heading that is a question already
-        # says how it is asked.
-        out += [w.format(t=inner) for w in _WORDINGS[lang][1:]]
-        kinds = {v.kind for v in kvalues.section_values(section.text, heading=section.heading)}
-        out += [_VALUE_WORDINGS[lang][k].format(t=inner) for k in kvalues.KINDS if k in kinds]
+        # A heading that names a topic ("Gift wrapping") is asked for each kind of value
+        # the section states; a heading that is a question says how it is asked.
+        out += forms.value_questions(inner, kinds, lang)
+    plain = {v.sentence for v in values if v.kind == "polarity"}
+    rules = list(dict.fromkeys(v.sentence for v in values))
+    asked_rules = 0
+    for sentence in rules:
+        made_rule = forms.rule_questions(sentence, lang, plain=sentence in plain)
+        out += made_rule
+        asked_rules += bool(made_rule)
+        if asked_rules >= MAX_RULES:
+            break
     for other in _equivalent_topics(asked or t, lang, words):
-        out.append(other if other.endswith(("?", "？")) else _WORDINGS[lang][0].format(t=other))
+        out.append(other if other.endswith(("?", "？")) else other + mark)
     made = [Generated(q, lang, WORDING) for q in out]
-    for term in _instance_terms(section, lang, words)[:MAX_INSTANCES]:
-        made += [Generated(w.format(q=question, x=term), lang, INSTANCE) for w in _INSTANCES[lang]]
+    # Places and cases: a rule naming a list of places is asked for each alone; a place
+    # named in a sentence about sending is asked the delivery questions.
+    named = forms.places(section.text)
+    terms = _instance_terms(section, lang, words, named)[:MAX_INSTANCES]
+    instances: list[str] = []
+    for place in [*named, *(x for x, is_place in terms if is_place)]:
+        asked_alone = forms.one_place(out, place, named)
+        if asked_alone:
+            instances += asked_alone
+        elif forms.sends(section.text, place, lang) or place not in named:
+            instances += forms.place_questions(place, kinds, lang)
+    for term, is_place in terms:
+        if not is_place:
+            instances += forms.case_questions(term, inner, kinds, lang)
+    made += [Generated(q, lang, INSTANCE) for q in instances]
     return made
+
+
+def _stated_about(value: kvalues.Value, about: frozenset[str]) -> bool:
+    """Whether a value is stated about every word of the heading's subject (a Chinese
+    word jieba keeps whole in the heading may stand cut in the sentence)."""
+    return bool(about) and all(
+        w in value.subject or (ktext.has_cjk(w) and w in value.sentence) for w in about
+    )
 
 
 def _own(text: str, *, zh: bool) -> set[str]:
@@ -170,27 +187,33 @@ def _equivalent_topics(t: str, lang: str, words: list[shop_words.WordSet]) -> li
 
 
 def _instance_terms(
-    section: ingest.Section, lang: str, words: list[shop_words.WordSet]
-) -> list[str]:
+    section: ingest.Section, lang: str, words: list[shop_words.WordSet], places: list[str]
+) -> list[tuple[str, bool]]:
     """Narrower terms whose broader term the section names, and the kinds of goods when
-    the section's rule is about items in general, in the shop's own words."""
+    the section's rule is about items in general, in the shop's own words; each with
+    whether it is a place (its broader term is a place the section names)."""
     zh = lang == "zh"
     material = f"{section.heading} {section.text}"
     keys = _own(material, zh=zh)
-    out: list[str] = []
+    named_places = {p.lower() for p in places}
+    out: dict[str, bool] = {}
     for s in words:
         if s.language != lang:
             continue
-        if s.kind == shop_words.BROADER and any(
-            _names(target, material, keys, zh=zh) for target in s.target
-        ):
-            out += [x for x in s.terms if not _names(x, material, keys, zh=zh)]
+        targets = [t for t in s.target if _names(t, material, keys, zh=zh)]
+        if s.kind == shop_words.BROADER and targets:
+            is_place = any(t.lower() in named_places for t in targets)
+            for x in s.terms:
+                if not _names(x, material, keys, zh=zh):
+                    out.setdefault(x, is_place)
     general = {w for w in ktext.GOODS_IN_GENERAL if ktext.has_cjk(w) == zh}
     if keys & _own(" ".join(general), zh=zh):
         for s in words:
             if s.language == lang and s.kind == shop_words.GOODS:
-                out += [x for x in s.terms if not _names(x, material, keys, zh=zh)]
-    return list(dict.fromkeys(out))
+                for x in s.terms:
+                    if not _names(x, material, keys, zh=zh):
+                        out.setdefault(x, False)
+    return list(out.items())
 
 
 def drafted(section: ingest.Section, *, language: str, role: str) -> list[Generated]:

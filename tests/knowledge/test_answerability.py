@@ -34,11 +34,13 @@ def _seed_model(settings: Any, tmp_path: Path) -> None:
 
 
 def _ingest(title: str, text: str, language: str) -> int:
-    """Ingested with its answer cards drafted (extractive), as the worker does: their
-    questions are the sections' generated questions."""
+    """Ingested with its sections' generated questions and answer cards drafted
+    (extractive), as the worker does."""
     from knowledge.cards import cards_sync
+    from knowledge.section_questions import section_questions_sync
 
     doc = _ingest_only(title, text, language)
+    section_questions_sync(document_id=doc)
     cards_sync(document_id=doc)
     return doc
 
