@@ -77,9 +77,8 @@ def _require_pending(order: models.Order, *, action: str) -> None:
 def order_cancel(*, customer_id: str, order_id: str, reason: str) -> OrderFacts:
     """Cancel a pending order and record the refund of everything paid.
 
-    Store policy (wiki.md): the refund goes to the original payment method, at once
-    for a gift card, otherwise in 5 to 7 business days; ``selectors.refund_eta``
-    phrases that for the reply.
+    The refund goes to the original payment method; when it arrives is the shop
+    profile's ``refund_timing`` (``selectors.refund_eta``).
     """
     with transaction.atomic():
         order = _locked_order(customer_id=customer_id, order_id=order_id)

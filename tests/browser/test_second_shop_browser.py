@@ -124,6 +124,9 @@ def test_a_uk_bike_shop_set_up_by_commands_answers_its_shopper(
     assert "To confirm: return Canal Pannier Bag" in confirm["text"], confirm
     assert "14 days" in confirm["text"] and "30 days" not in confirm["text"], confirm
     assert "original box" in confirm["text"] and "tags" not in confirm["text"], confirm
+    assert "Royal Mail label" in confirm["text"] and "prepaid" not in confirm["text"], confirm
+    assert "within 5 working days" in confirm["text"], confirm
+    assert "business days" not in confirm["text"], confirm
     # "yes" requests it from the shop's own API, once.
     posts = [r for r in api.requests if r.startswith("POST ")]
     assert posts == ["POST /api/customers/olivia_hughes_2041/orders/1004/return"], api.requests
