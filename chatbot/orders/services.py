@@ -107,10 +107,15 @@ def order_cancel(*, customer_id: str, order_id: str, reason: str) -> OrderFacts:
         return order_to_facts(order)
 
 
+_US = frozenset({"", "US", "USA"})
+
+
 def address_validate(address: Address) -> dict[str, str]:
     """The address as stored JSON, or OrderServiceError("invalid_address")."""
     data = {key: str(value).strip() for key, value in asdict(address).items()}
-    missing = [key for key in ("address1", "city", "state", "zip") if not data[key]]
+    # A state is part of a US address; most other countries' addresses have none.
+    required = ("address1", "city", "zip") + (("state",) if data["country"] in _US else ())
+    missing = [key for key in required if not data[key]]
     if missing:
         raise OrderServiceError("invalid_address", "The address is missing " + ", ".join(missing))
     too_long = [key for key, value in data.items() if len(value) > _ADDRESS_FIELD_MAX]
