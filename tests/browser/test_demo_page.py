@@ -143,4 +143,5 @@ def test_a_second_shops_page_shows_its_own_catalogue(client: Client) -> None:
     with override_settings(TIERDESK_DEMO_SHOP=False):
         other = client.get("/").content.decode()
     assert "Northwind Goods" not in other and "tau-bench" not in other
+    assert "demo shopper" not in other
     assert "<h2>Dales Gravel Bike</h2>" in other
