@@ -35,7 +35,7 @@ from routing.router import route_message
 from routing.templates import template_render
 
 from .answerers import answerer_for
-from .answerers.address_parse import parse_address
+from .answerers.address_parse import address_format_text, parse_address
 from .answerers.base import AnswerPlan, TurnContext, say, template_text
 from .answerers.flows.address_change import address_confirm
 from .answerers.flows.cancel import cancel_reason_given, cancel_reason_options
@@ -452,7 +452,8 @@ class Dialogue:
             return address_confirm(ctx, order_id, address)
         if re.search(r"\d", ctx.text) and "," in ctx.text:
             state["awaiting"] = "address"
-            return say(ctx, rt.CHANGE_ADDRESS, "bad_address")
+            form = {"address_format": address_format_text(ctx.language)}
+            return say(ctx, rt.CHANGE_ADDRESS, "bad_address", form)
         return None
 
     def _order_continue(self, state: dict[str, Any]) -> AnswerPlan | None:

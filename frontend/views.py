@@ -13,8 +13,6 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from decimal import Decimal
-from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -31,40 +29,27 @@ PRODUCTS_SHOWN = 6
 @dataclass(frozen=True)
 class ShopProduct:
     name: str
-    price_from: Decimal | None
+    price_from: str  # the cheapest available variant, in the shop's currency; "" if none
     variants: int
 
 
-# Shown when the shop tables are empty or not migrated yet (names and prices from the
-# demo catalogue, third_party/tau_bench_retail/products.json).
-SAMPLE_PRODUCTS = [
-    ShopProduct("T-Shirt", Decimal("46.66"), 12),
-    ShopProduct("Running Shoes", Decimal("147.05"), 5),
-    ShopProduct("Water Bottle", Decimal("45.09"), 18),
-    ShopProduct("Office Chair", Decimal("471.82"), 13),
-    ShopProduct("Backpack", Decimal("193.38"), 14),
-    ShopProduct("Desk Lamp", Decimal("135.24"), 12),
-]
-
-
 def _products() -> list[ShopProduct]:
+    """The first products of the shop's catalogue (shop.Product: imported, synced or
+    edited in the admin), so each shop's page shows its own; none before it has any."""
     try:
-        from chatbot.orders.models import Product
+        from chatbot.answerers.order_format import money
+        from shop.catalogue import catalogue_products
 
-        rows = list(Product.objects.all()[:PRODUCTS_SHOWN])
+        rows = catalogue_products(limit=PRODUCTS_SHOWN)
+        products = []
+        for row in rows:
+            prices = [v.price for v in row.variants if v.available]
+            price = money(min(prices)) if prices else ""
+            products.append(ShopProduct(row.name, price, len(row.variants)))
     except (ImportError, DatabaseError) as exc:
-        logger.info("demo page: static sample products (%s)", exc)
-        return SAMPLE_PRODUCTS
-    products = []
-    for row in rows:
-        variants: dict[str, Any] = row.variants if isinstance(row.variants, dict) else {}
-        prices = [
-            Decimal(str(v["price"]))
-            for v in variants.values()
-            if isinstance(v, dict) and v.get("available", True) and "price" in v
-        ]
-        products.append(ShopProduct(row.name, min(prices) if prices else None, len(variants)))
-    return products or SAMPLE_PRODUCTS
+        logger.info("demo page: no catalogue (%s)", exc)
+        return []
+    return products
 
 
 def _shopper(customer_id: str) -> tuple[str, list[str]]:
@@ -123,6 +108,8 @@ def demo_shop(request: HttpRequest) -> HttpResponse:
 
     context = {
         "products": _products(),
+        # The demo's name and story only in its mode: another shop's page lists its own.
+        "demo_shop": settings.TIERDESK_DEMO_SHOP,
         "anonymous": anonymous,
         "customer_id": customer_id,
         "display_name": display_name,

@@ -8,6 +8,7 @@ ReplyTemplate save or delete bumps it: routing/models.py), checked at most every
 from __future__ import annotations
 
 import json
+import re
 import string
 from collections.abc import Hashable
 from functools import cache
@@ -96,8 +97,13 @@ def shop_facts(template: str) -> dict[str, str]:
 
 def template_render(template: str, facts: dict[str, str]) -> str:
     # A template edited by an admin may name a fact we don't have: leave it visible
-    # rather than crash the turn.
-    return template.format_map(_Missing(shop_facts(template) | facts))
+    # rather than crash the turn. A fact the shop leaves empty (its return_shipping
+    # sentence) leaves no double space behind.
+    text = template.format_map(_Missing(shop_facts(template) | facts))
+    return _SPACES.sub(" ", text)
+
+
+_SPACES = re.compile(r"(?<=\S) {2,}(?=\S)")
 
 
 class _Missing(dict[str, str]):

@@ -27,6 +27,8 @@ class ShopProfileAdmin(admin.ModelAdmin):
                     "category_return_window_days",
                     "return_conditions",
                     "restocking_fee_percent",
+                    "return_shipping",
+                    "refund_timing",
                 )
             },
         ),

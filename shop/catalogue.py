@@ -33,10 +33,13 @@ class ProductFacts:
     variants: tuple[VariantFacts, ...]
 
 
-def catalogue_products(*, name_words: Iterable[str] | None = None) -> list[ProductFacts]:
+def catalogue_products(
+    *, name_words: Iterable[str] | None = None, limit: int | None = None
+) -> list[ProductFacts]:
     """Every product with its variants, by name; with ``name_words``, only products
     whose name contains one of them (case-insensitive), so a turn reads the few
-    products a question may name, not a catalogue of thousands."""
+    products a question may name, not a catalogue of thousands; with ``limit``, the
+    first ``limit`` of them."""
     rows = Product.objects.prefetch_related("variants")
     if name_words is not None:
         words = {w for w in name_words if len(w) >= MIN_NAME_WORD}
@@ -46,6 +49,8 @@ def catalogue_products(*, name_words: Iterable[str] | None = None) -> list[Produ
         for word in words:
             match |= Q(name__icontains=word)
         rows = rows.filter(match)
+    if limit is not None:
+        rows = rows[:limit]
     return [
         ProductFacts(
             product_id=p.product_id,

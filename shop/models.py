@@ -66,6 +66,20 @@ class ShopProfile(models.Model):
         default=Decimal("0"),
         help_text="Percent of the item price kept from a refund; 0 for none.",
     )
+    refund_timing = models.JSONField(
+        default=dict,
+        help_text="When a refund reaches the shopper, by payment method (credit_card, "
+        'gift_card, paypal; "default" for the rest, required), in English and Chinese, as '
+        'replies quote it: e.g. {"default": {"en": "within 3 to 5 working days", "zh": '
+        '"3到5个工作日内"}}.',
+    )
+    return_shipping = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The sentence the return and exchange confirmations say about sending "
+        'items back, in English and Chinese, e.g. {"en": "Postage for returns is paid by '
+        'you.", "zh": "退货运费由您承担。"}; {} says nothing.',
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

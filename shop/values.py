@@ -76,7 +76,19 @@ class ShopProfileData:
     currency_code: str
     currency_symbol: str
     returns: ReturnPolicy
+    # When a refund reaches the shopper, by payment method ("default" for the rest),
+    # and what the shop does about sending returns back, in English and Chinese.
+    refund_timing_by_payment: dict[str, dict[str, str]]
+    return_shipping_text: dict[str, str]
     from_database: bool = False
+
+    def refund_timing(self, payment_method: str, language: str) -> str:
+        lang = language if language in LANGUAGES else "en"
+        by_payment = self.refund_timing_by_payment
+        return by_payment.get(payment_method, by_payment[DEFAULT_CATEGORY])[lang]
+
+    def return_shipping(self, language: str) -> str:
+        return self.return_shipping_text.get(language if language in LANGUAGES else "en", "")
 
 
 def _windows(field: str, raw: Any, *, allow_none: bool) -> dict[str, Any]:
@@ -112,10 +124,25 @@ def _categories(raw: Any) -> dict[str, str]:
     return by_product
 
 
-def _conditions(raw: Any) -> dict[str, dict[str, str]]:
-    field = "return_conditions"
+def _by_language(field: str, raw: Any) -> dict[str, str]:
+    """One text per language, both given or both left out (an empty object: the
+    replies say nothing of it)."""
+    if raw in (None, "", {}):
+        return {}
+    texts = raw if isinstance(raw, dict) else {}
+    missing = [lang for lang in LANGUAGES if not str(texts.get(lang, "")).strip()]
+    if missing or set(texts) - set(LANGUAGES):
+        raise ProfileError(
+            field, 'give {"en": "...", "zh": "..."} with both texts, or {} to say nothing.'
+        )
+    return {lang: str(texts[lang]).strip() for lang in LANGUAGES}
+
+
+def _conditions(
+    raw: Any, field: str = "return_conditions", what: str = "category"
+) -> dict[str, dict[str, str]]:
     if not isinstance(raw, dict) or DEFAULT_CATEGORY not in raw:
-        raise ProfileError(field, f'give conditions by category with a "{DEFAULT_CATEGORY}" one.')
+        raise ProfileError(field, f'give texts by {what} with a "{DEFAULT_CATEGORY}" one.')
     parsed: dict[str, dict[str, str]] = {}
     for category, by_lang in raw.items():
         texts = by_lang if isinstance(by_lang, dict) else {}
@@ -176,6 +203,10 @@ def profile_parse(values: dict[str, Any], *, from_database: bool = False) -> Sho
         currency_code=_text(values, "currency_code", 3, exact=True).upper(),
         currency_symbol=_text(values, "currency_symbol", 4),
         returns=returns,
+        refund_timing_by_payment=_conditions(
+            values.get("refund_timing"), "refund_timing", "payment method"
+        ),
+        return_shipping_text=_by_language("return_shipping", values.get("return_shipping")),
         from_database=from_database,
     )
 

@@ -1,5 +1,6 @@
 """The shop's records the large tier (L3) answers from: the shopper's own orders, the
-catalogue rows the question names and the relevant help-article passages.
+catalogue rows the question names with the products' descriptions and options, and the
+relevant help-article passages.
 
 Built in ``L3Answerer.plan`` (the turn's worker thread: database reads, retrieval),
 within a token budget (``TIERDESK_L3_CONTEXT_TOKENS``). The same text is what the
@@ -26,13 +27,16 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from chatbot.orders.types import OrderFacts, OrderService, OrderServiceError
 from routing.order_ids import order_id_find
 from shop.profile import shop_profile
+
+if TYPE_CHECKING:
+    from shop.catalogue import ProductFacts
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +53,9 @@ _CHEAP_WORDS = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[a-z]+")
+# A product description in the L3 context: enough for what a shopper asks of one
+# product, short enough that six products' stay within the catalogue's share.
+DESCRIPTION_CHARS = 300
 
 LABELS = {
     "en": {
@@ -57,6 +64,7 @@ LABELS = {
         "anonymous": "You are not signed in, so your orders are not available.",
         "no_refunds": "There is no refund on record for any of your orders.",
         "catalogue": "Catalogue",
+        "products": "Products",
         "articles": "Help articles",
     },
     "zh": {
@@ -65,6 +73,7 @@ LABELS = {
         "anonymous": "您未登录，无法查看您的订单。",
         "no_refunds": "您的所有订单都没有退款记录。",
         "catalogue": "商品目录",
+        "products": "商品介绍",
         "articles": "帮助文章",
     },
 }
@@ -115,6 +124,8 @@ class ShopContext:
     order_facts: list[str] = field(default_factory=list)
     catalogue_lines: list[str] = field(default_factory=list)
     catalogue_rows: list[CatalogueRow] = field(default_factory=list)
+    # A named product's description and the options it comes in (``product_line``).
+    product_lines: list[str] = field(default_factory=list)
     kb_passages: list[str] = field(default_factory=list)
     # The best help-article passage's own sentences about the question, when that
     # passage covers what the question asks ("" : none does): the abstain reply's rule.
@@ -127,7 +138,9 @@ class ShopContext:
 
     @property
     def empty(self) -> bool:
-        return not (self.order_lines or self.catalogue_lines or self.kb_passages)
+        return not (
+            self.order_lines or self.catalogue_lines or self.product_lines or self.kb_passages
+        )
 
     def sections(self) -> list[tuple[str, list[str]]]:
         labels = LABELS.get(self.language, LABELS["en"])
@@ -136,6 +149,8 @@ class ShopContext:
             out.append((labels["orders"], self.order_lines))
         if self.catalogue_lines:
             out.append((labels["catalogue"], self.catalogue_lines))
+        if self.product_lines:
+            out.append((labels["products"], self.product_lines))
         if self.kb_passages:
             out.append((labels["articles"], self.kb_passages))
         return out
@@ -160,8 +175,8 @@ class ShopContext:
 
     def passages(self) -> list[str]:
         """The context as passages for the checks: the orders' facts, then every
-        catalogue row and help-article passage."""
-        return [*self.order_facts, *self.catalogue_lines, *self.kb_passages]
+        catalogue row, product description and help-article passage."""
+        return [*self.order_facts, *self.catalogue_lines, *self.product_lines, *self.kb_passages]
 
 
 def _day(value: date) -> str:
@@ -270,20 +285,57 @@ def _head(name: str) -> str:
     return _stem(words[-1]) if words else ""
 
 
-def catalogue_rows(*, question: str, limit: int) -> tuple[list[CatalogueRow], list[str]]:
-    """Variants of the products the question names (by head noun, singular or plural),
-    dearest first (cheapest first if it asks for cheap), at most ``limit`` in all, from
-    the shop's catalogue (``shop.catalogue``: imported, synced or edited in the admin).
-    English product names only: a Chinese question names no product here."""
+def named_products(question: str) -> list[ProductFacts]:
+    """The products the question names (by head noun, singular or plural, or whole
+    name), from the shop's catalogue (``shop.catalogue``: imported, synced or edited in
+    the admin). English product names only: a Chinese question names no product here."""
     from shop.catalogue import catalogue_products
 
     asked = {_stem(w) for w in _WORD.findall(question.lower())}
-    named = [
+    return [
         product
         for product in catalogue_products(name_words=asked)
         if _head(product.name) in asked
         or " ".join(_WORD.findall(product.name.lower())) in question.lower()
     ]
+
+
+def _bounded(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters: whole sentences when one fits, else
+    whole words and an ellipsis, so a long description never fills the context."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    end = max(cut.rfind(". "), cut.rfind("。"))
+    if end > 0:
+        return cut[: end + 1]
+    return cut.rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
+def product_line(product: ProductFacts, *, limit: int = DESCRIPTION_CHARS) -> str:
+    """A product as the L3 prompt reads it: its name, category and description (at most
+    ``limit`` characters), then each option and the values its variants come in:
+    "Dales Gravel Bike (bikes): Aluminium gravel bike ... Frame options: 54 cm, 56 cm."."""
+    head = f"{product.name} ({product.category})" if product.category else product.name
+    parts = [head + (f": {_bounded(product.description, limit)}" if product.description else "")]
+    values: dict[str, list[str]] = {}
+    for variant in product.variants:
+        for key, value in variant.options.items():
+            if value not in values.setdefault(key, []):
+                values[key].append(value)
+    parts += [f"{key.capitalize()} options: {', '.join(vals)}" for key, vals in values.items()]
+    return " ".join(p if p.endswith((".", "…", "。", "!", "?")) else p + "." for p in parts)
+
+
+def catalogue_rows(
+    *, question: str, limit: int, named: list[ProductFacts] | None = None
+) -> tuple[list[CatalogueRow], list[str]]:
+    """Variants of the products the question names (``named_products``, or ``named``
+    when the caller has read them), dearest first (cheapest first if it asks for cheap),
+    at most ``limit`` in all."""
+    if named is None:
+        named = named_products(question)
     if not named:
         return [], []
     cheap_first = bool(_CHEAP_WORDS.search(question))
@@ -386,12 +438,21 @@ def shop_context(
                 ctx.order_lines.append(line)
                 ctx.order_facts.extend(facts)
                 used += estimate_tokens(line)
-    rows, products = catalogue_rows(question=question, limit=settings.TIERDESK_L3_CATALOGUE_ROWS)
+    named = named_products(question)
+    rows, products = catalogue_rows(
+        question=question, limit=settings.TIERDESK_L3_CATALOGUE_ROWS, named=named
+    )
     for rank, row in enumerate(rows, start=1):
         line = row.line(rank)
         if _fits(line, used, catalogue_cap):
             ctx.catalogue_lines.append(line)
             ctx.catalogue_rows.append(row)
+            used += estimate_tokens(line)
+    # Descriptions after the rows: prices and stock first when the budget is short.
+    for product in named[: settings.TIERDESK_L3_CATALOGUE_ROWS]:
+        line = product_line(product)
+        if _fits(line, used, catalogue_cap):
+            ctx.product_lines.append(line)
             used += estimate_tokens(line)
     if products:
         ctx.explain["products"] = products

@@ -64,12 +64,8 @@ def tracking_url(carrier: str, tracking: str) -> str:
 
 
 def refund_timing(payment_method: str, lang: str) -> str:
-    """When a refund arrives, per the store policy: a gift card at once."""
-    gift = payment_method == "gift_card"
-    return {
-        "en": "immediately" if gift else "within 5 to 7 business days",
-        "zh": "立即到账" if gift else "5到7个工作日内",
-    }[lang]
+    """When a refund to this payment method arrives (shop profile)."""
+    return shop_profile().refund_timing(payment_method, lang)
 
 
 def shipping_text(ctx: TurnContext) -> str:
@@ -133,6 +129,7 @@ def order_facts(order: OrderFacts, language: str) -> dict[str, str]:
         "refund": fmt_money(sum(order.refunds, Decimal(0))),
         "payment_method": PAYMENT_TEXT[lang].get(order.payment_method, order.payment_method),
         "refund_timing": timing,
+        "return_shipping": shop_profile().return_shipping(lang),
         "address": order.address.one_line(),
         "track_url": tracking_url(
             order.carrier, order.tracking_ids[0] if order.tracking_ids else ""

@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from routing.order_ids import order_id_normalize
+from shop.profile import shop_profile
 
 from . import models
 from .types import Address, Customer, OrderFacts, OrderItem, ShippingOption
@@ -102,8 +103,8 @@ def order_to_facts(order: models.Order) -> OrderFacts:
 
 
 def refund_eta(*, payment_method: str) -> str:
-    """When a refund reaches the shopper, per the store policy (wiki.md)."""
-    return "immediately" if payment_method == "gift_card" else "in 5 to 7 business days"
+    """When a refund reaches the shopper, in English (shop profile)."""
+    return shop_profile().refund_timing(payment_method, "en")
 
 
 def _single(queryset: Any) -> Customer | None:

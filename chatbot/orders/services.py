@@ -77,9 +77,8 @@ def _require_pending(order: models.Order, *, action: str) -> None:
 def order_cancel(*, customer_id: str, order_id: str, reason: str) -> OrderFacts:
     """Cancel a pending order and record the refund of everything paid.
 
-    Store policy (wiki.md): the refund goes to the original payment method, at once
-    for a gift card, otherwise in 5 to 7 business days; ``selectors.refund_eta``
-    phrases that for the reply.
+    The refund goes to the original payment method; when it arrives is the shop
+    profile's ``refund_timing`` (``selectors.refund_eta``).
     """
     with transaction.atomic():
         order = _locked_order(customer_id=customer_id, order_id=order_id)
@@ -108,10 +107,15 @@ def order_cancel(*, customer_id: str, order_id: str, reason: str) -> OrderFacts:
         return order_to_facts(order)
 
 
+_US = frozenset({"", "US", "USA"})
+
+
 def address_validate(address: Address) -> dict[str, str]:
     """The address as stored JSON, or OrderServiceError("invalid_address")."""
     data = {key: str(value).strip() for key, value in asdict(address).items()}
-    missing = [key for key in ("address1", "city", "state", "zip") if not data[key]]
+    # A state is part of a US address; most other countries' addresses have none.
+    required = ("address1", "city", "zip") + (("state",) if data["country"] in _US else ())
+    missing = [key for key in required if not data[key]]
     if missing:
         raise OrderServiceError("invalid_address", "The address is missing " + ", ".join(missing))
     too_long = [key for key, value in data.items() if len(value) > _ADDRESS_FIELD_MAX]

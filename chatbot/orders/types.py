@@ -54,8 +54,9 @@ class Address:
     country: str = "USA"
 
     def one_line(self) -> str:
-        street = ", ".join(p for p in (self.address1, self.address2) if p)
-        return f"{street}, {self.city}, {self.state} {self.zip}"
+        """ "12 Oak St, Austin, TX 73301"; with no state "10 High Street, Leeds, LS1 4AB"."""
+        region = " ".join(p for p in (self.state, self.zip) if p)
+        return ", ".join(p for p in (self.address1, self.address2, self.city, region) if p)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,9 @@ const { values: opts } = parseArgs({
     // The screenshot is taken after this message's reply (0-based; default the last).
     "shot-after": { type: "string", default: "-1" },
     "timeout-ms": { type: "string", default: "240000" },
+    // Tierdesk's own front page, visited after the chat: its product cards are read.
+    front: { type: "string", default: "" },
+    "front-screenshot": { type: "string", default: "" },
   },
 });
 for (const name of ["page", "messages"]) {
@@ -86,6 +89,18 @@ try {
       fs.mkdirSync(path.dirname(path.resolve(opts.screenshot)), { recursive: true });
       await page.screenshot({ path: opts.screenshot, fullPage: true });
       result.screenshot = path.resolve(opts.screenshot);
+    }
+  }
+  if (opts.front) {
+    await page.goto(opts.front, { waitUntil: "domcontentloaded" });
+    await page.waitForSelector('[data-testid="products"]');
+    result.front = {
+      title: (await page.locator(".brand").innerText()).trim(),
+      products: await page.locator('[data-testid="products"] li').allInnerTexts(),
+    };
+    step("front page", { products: result.front.products.length });
+    if (opts["front-screenshot"]) {
+      await page.screenshot({ path: opts["front-screenshot"], fullPage: true });
     }
   }
   result.ok = true;

@@ -73,7 +73,7 @@ def test_anonymous_visitor_gets_no_token(client: Client, seeded_shop: None) -> N
 def test_page_renders_before_the_shop_is_seeded(client: Client) -> None:
     html = client.get("/").content.decode()
 
-    assert "T-Shirt" in html  # the static sample products
+    assert "No products in the catalogue yet" in html
     assert "No orders to list" in html
     assert "Signed in as james_li_5688" in html
 
@@ -109,3 +109,39 @@ def test_impersonation_needs_the_demo_mode_and_the_demo_orders(
     assert "Not signed in" in html and "#W5065081" not in html
     # The pair that would hand out a real shop's orders is refused by `manage.py check`.
     assert ("tierdesk.E003" in ids) == demo_shop
+
+
+@pytest.mark.django_db
+def test_the_page_lists_the_demo_catalogue(client: Client, seeded_shop: None) -> None:
+    from shop.models import Product
+
+    html = client.get("/").content.decode()
+    first = Product.objects.order_by("name", "product_id").first()
+    assert first is not None and f"<h2>{first.name}</h2>" in html
+    assert html.count('<li class="card">') == 6
+    assert "No products in the catalogue yet" not in html
+
+
+@pytest.mark.django_db
+def test_a_second_shops_page_shows_its_own_catalogue(client: Client) -> None:
+    from pathlib import Path
+
+    from django.core.management import call_command
+
+    from shop.seed import profile_load
+
+    shop = Path(__file__).resolve().parent / "second_shop"
+    profile_load((shop / "profile.json").read_bytes())
+    call_command("import_catalogue", str(shop / "catalogue.csv"))
+    html = client.get("/").content.decode()
+    assert "<h2>Dales Gravel Bike</h2>" in html and "from £949.00" in html
+    assert "$" not in html.split('aria-label="Products"')[1].split("</ul>")[0]
+    for demo_name in ("T-Shirt", "Water Bottle", "Hiking Boots"):
+        assert demo_name not in html
+    # The demo shop's mode (this file's fixture) keeps its name; another shop's page not.
+    assert "Northwind Goods" in html
+    with override_settings(TIERDESK_DEMO_SHOP=False):
+        other = client.get("/").content.decode()
+    assert "Northwind Goods" not in other and "tau-bench" not in other
+    assert "demo shopper" not in other
+    assert "<h2>Dales Gravel Bike</h2>" in other

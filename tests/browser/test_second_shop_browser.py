@@ -31,6 +31,7 @@ SHOP = Path(__file__).with_name("second_shop")
 SCRIPT = Path(__file__).with_name("second_shop_e2e.mjs")
 NODE_TIMEOUT_S = 900
 SHOPPER = "olivia_hughes_2041"
+FRONT_SHOT = "front-page-second-shop.png"
 API_KEY = "pennine-order-api-key"
 TOKEN_KEY = "pennine-shopper-token-key-for-tests"
 MESSAGES = [
@@ -44,12 +45,14 @@ MESSAGES = [
 ]
 
 
-def _node(browser_tools: str, page: str, shot: Path) -> dict[str, object]:
+def _node(browser_tools: str, page: str, shot: Path, front: str) -> dict[str, object]:
     cmd = [
         *(browser_tools, str(SCRIPT), "--page", page),
         *("--messages", json.dumps(MESSAGES), "--screenshot", str(shot)),
         # The picture shows the return confirmation: the shop's 14 days and conditions.
         *("--shot-after", str(MESSAGES.index("1"))),
+        # Then Tierdesk's own front page, which lists this shop's catalogue.
+        *("--front", front, "--front-screenshot", str(shot.with_name(FRONT_SHOT))),
     ]
     proc = subprocess.run(
         cmd, cwd=REPO, capture_output=True, text=True, timeout=NODE_TIMEOUT_S, check=False
@@ -99,7 +102,7 @@ def test_a_uk_bike_shop_set_up_by_commands_answers_its_shopper(
             with shop_page_run(
                 shop, customer_id=SHOPPER, tierdesk=url, token_key=TOKEN_KEY, port=page_port
             ) as page:
-                result = _node(browser_tools, page, shot)
+                result = _node(browser_tools, page, shot, url + "/")
         finally:
             _stop(proc)
         if not result.get("ok"):
@@ -124,6 +127,9 @@ def test_a_uk_bike_shop_set_up_by_commands_answers_its_shopper(
     assert "To confirm: return Canal Pannier Bag" in confirm["text"], confirm
     assert "14 days" in confirm["text"] and "30 days" not in confirm["text"], confirm
     assert "original box" in confirm["text"] and "tags" not in confirm["text"], confirm
+    assert "Royal Mail label" in confirm["text"] and "prepaid" not in confirm["text"], confirm
+    assert "within 5 working days" in confirm["text"], confirm
+    assert "business days" not in confirm["text"], confirm
     # "yes" requests it from the shop's own API, once.
     posts = [r for r in api.requests if r.startswith("POST ")]
     assert posts == ["POST /api/customers/olivia_hughes_2041/orders/1004/return"], api.requests
@@ -133,5 +139,12 @@ def test_a_uk_bike_shop_set_up_by_commands_answers_its_shopper(
     assert product["tier"] == "L3", product
     assert "Dales Gravel Bike" in product["text"], product
     assert "£949" in product["text"] and "$" not in product["text"], product
+    # Tierdesk's front page shows this shop's products in pounds, none of the demo's.
+    front = result["front"]
+    assert isinstance(front, dict)
+    cards = "\n".join(front["products"])
+    assert "Dales Gravel Bike" in cards and "from £949.00" in cards, cards
+    assert "$" not in cards and "Backpack" not in cards, cards
+    assert front["title"] == "Shop front", front
     assert not result["errors"], result["errors"]
     assert shot.stat().st_size > 10_000

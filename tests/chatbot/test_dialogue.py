@@ -179,7 +179,7 @@ def test_complex_questions_go_to_the_large_tier(seeded_shop: None) -> None:
     assert plan.generation.messages is not None and plan.generation.messages[0].role == "system"
 
 
-def test_address_parser() -> None:
+def test_address_parser(db: None) -> None:
     addr = parse_address("500 Oak Ave, Apt 4, Springfield, il 62704")
     assert (
         addr is not None and addr.address2 == "Apt 4" and addr.state == "IL" and addr.zip == "62704"

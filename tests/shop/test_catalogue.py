@@ -313,3 +313,44 @@ def test_the_return_policy_takes_a_products_category_from_the_catalogue() -> Non
     # No category, or not in the catalogue: the default window; the profile's list wins.
     assert return_window_days(["Camp Mug"]) == return_window_days(["Unknown"]) == 30
     assert "unworn" in return_conditions(["Hiking Boots"], "en")
+
+
+def test_l3_context_carries_the_products_description_and_options() -> None:
+    from chatbot.answerers.l3_records import DESCRIPTION_CHARS, shop_context
+    from chatbot.orders.backends import DjangoOrderService
+
+    long_tail = " ".join(f"Detail number {i} of the tent." for i in range(60))
+    catalogue_import_file(GOOD_CSV.encode(), filename="t.csv")
+    Product.objects.filter(name="Trail Tent").update(
+        description="Light, two-person tent; 1.9 kg packed. " + long_tail
+    )
+    ctx = shop_context(
+        question="is the trail tent good for wind?",
+        language="en",
+        customer_id="",
+        service=DjangoOrderService(),
+    )
+    [line] = ctx.product_lines
+    assert line.startswith("Trail Tent (camping): Light, two-person tent; 1.9 kg packed.")
+    # Options in the variants' order (cheapest first), keys in jsonb's order.
+    assert line.endswith("Size options: 2 person. Color options: orange, green."), line
+    # Bounded: whole sentences up to DESCRIPTION_CHARS, never the whole description.
+    description = line.split(": ", 1)[1].split(" Size options")[0]
+    assert len(description) <= DESCRIPTION_CHARS and description.endswith(".")
+    assert "Detail number 59" not in line
+    # In the prompt and among what the reply is checked against.
+    assert "Products:\nTrail Tent (camping)" in ctx.text()
+    assert line in ctx.passages()
+    assert ctx.catalogue_lines and ctx.catalogue_lines[0].startswith("1. Trail Tent")
+
+
+def test_a_product_without_description_or_options_is_named_plainly() -> None:
+    from chatbot.answerers.l3_records import named_products, product_line
+
+    catalogue_import_file(GOOD_CSV.encode(), filename="t.csv")
+    [mug] = named_products("how big is the camp mug?")
+    assert product_line(mug) == "Camp Mug (camping)."
+    [tent] = named_products("tell me about the tent")
+    assert product_line(tent, limit=10) == (
+        "Trail Tent (camping): Light… Size options: 2 person. Color options: orange, green."
+    )

@@ -32,9 +32,11 @@ def _profile(**changes: Any) -> None:
     row.save()
 
 
-def turn(text: str, *, state: dict[str, Any], lang: str = "en") -> AnswerPlan:
+def turn(
+    text: str, *, state: dict[str, Any], lang: str = "en", customer: str = JAMES
+) -> AnswerPlan:
     ctx = TurnContext(
-        text=text, language=lang, state=state, customer_id=JAMES, identity="token", history=[]
+        text=text, language=lang, state=state, customer_id=customer, identity="token", history=[]
     )
     return Dialogue(ctx).plan()
 
@@ -118,3 +120,60 @@ def test_replies_quote_the_shops_currency(seeded_shop: None) -> None:
     _profile(currency_code="GBP", currency_symbol="£", country="GB")
     plan = _confirm(BOOTS_AND_BOTTLE, "Water Bottle")
     assert "refund £" in plan.text and "$" not in plan.text
+
+
+def test_refund_timing_and_return_shipping_come_from_the_profile(seeded_shop: None) -> None:
+    # BOOTS_AND_BOTTLE was paid by gift card: the profile's gift_card text, else "default".
+    demo = _confirm(BOOTS_AND_BOTTLE, "Water Bottle")
+    assert "immediately" in demo.text and "prepaid shipping label" in demo.text
+    _profile(
+        refund_timing={
+            "default": {"en": "within 10 working days", "zh": "10个工作日内"},
+            "credit_card": {"en": "within 2 working days", "zh": "2个工作日内"},
+        },
+        return_shipping={
+            "en": "Return postage is paid by you.",
+            "zh": "退货邮费由您承担。",
+        },
+    )
+    en = _confirm(BOOTS_AND_BOTTLE, "Water Bottle")
+    assert "within 10 working days once we receive" in en.text
+    assert "Return postage is paid by you." in en.text
+    assert "prepaid" not in en.text and "immediately" not in en.text
+    zh = _confirm(BOOTS_AND_BOTTLE, "Water Bottle", lang="zh")
+    assert "10个工作日内" in zh.text and "退货邮费由您承担。" in zh.text
+    assert "预付运单" not in zh.text
+    # An empty return_shipping says nothing of it.
+    _profile(return_shipping={})
+    quiet = _confirm(BOOTS_AND_BOTTLE, "Water Bottle")
+    assert "postage" not in quiet.text and "prepaid" not in quiet.text
+    assert "  " not in quiet.text
+
+
+def test_a_cancelled_orders_refund_quotes_the_profile(seeded_shop: None) -> None:
+    _profile(refund_timing={"default": {"en": "within 10 working days", "zh": "10个工作日内"}})
+    state: dict[str, Any] = {}
+    turn("cancel #W9583042, no longer needed", state=state, customer="mei_patel_7272")
+    plan = turn("yes", state=state, customer="mei_patel_7272")
+    assert "is cancelled" in plan.text, plan.text
+    assert "(within 10 working days)" in plan.text and "business days" not in plan.text
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("refund_timing", {}, 'refund_timing: give texts by payment method with a "default"'),
+        (
+            "refund_timing",
+            {"default": {"en": "soon"}},
+            "refund_timing: 'default' has no text in zh",
+        ),
+        ("return_shipping", {"en": "Post it back."}, "return_shipping: give"),
+    ],
+)
+def test_refund_and_shipping_texts_are_checked(field: str, value: object, message: str) -> None:
+    from shop.values import ProfileError, profile_parse
+
+    with pytest.raises(ProfileError) as error:
+        profile_parse(demo_profile_values() | {field: value})
+    assert str(error.value).startswith(message), str(error.value)

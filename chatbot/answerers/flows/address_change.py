@@ -10,7 +10,7 @@ from chatbot.orders.identity import proof_is_strong
 from chatbot.orders.types import Address, OrderFacts
 from routing import types as rt
 
-from ..address_parse import parse_address
+from ..address_parse import address_format_text, parse_address
 from ..base import AnswerPlan, TurnContext, say, template_text
 from ..order_format import order_facts
 from .refusal import refuse
@@ -25,7 +25,8 @@ def address_start(ctx: TurnContext, order: OrderFacts, facts: dict[str, str]) ->
     if address is not None:
         return address_confirm(ctx, order.order_id, address)
     ctx.state.update(awaiting="address", address_order_id=order.order_id)
-    return say(ctx, rt.CHANGE_ADDRESS, "ask_address", facts, personal=True)
+    form = {"address_format": address_format_text(ctx.language)}
+    return say(ctx, rt.CHANGE_ADDRESS, "ask_address", facts | form, personal=True)
 
 
 def address_confirm(ctx: TurnContext, order_id: str, address: Address) -> AnswerPlan:

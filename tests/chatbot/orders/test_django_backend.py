@@ -105,7 +105,7 @@ def test_cancel_pending_order_records_refund_to_original_method(shop: DjangoOrde
     assert after.status == "cancelled"
     assert after.refunds == (before.total,)
     assert after.payment_method == "paypal"
-    assert refund_eta(payment_method=after.payment_method) == "in 5 to 7 business days"
+    assert refund_eta(payment_method=after.payment_method) == "within 5 to 7 business days"
     stored = models.Order.objects.get(order_id=MOHAMED_PENDING)
     assert stored.status == "cancelled"
     assert stored.cancel_reason == "ordered by mistake"

@@ -1,0 +1,1 @@
+"""Developer and deployment scripts; a package so tests can import the shared ones."""
