@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 
@@ -305,3 +307,53 @@ class AgentPresence(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} ({self.status})"
+
+
+def attachment_path(instance: Attachment, filename: str) -> str:
+    # Never the shopper's file name: a random id, and the extension of the stored type.
+    extension = os.path.splitext(filename)[1].lower()
+    return f"attachments/{instance.created_at:%Y/%m}/{instance.public_id.hex}{extension}"
+
+
+class Attachment(models.Model):
+    """A shopper's photo (chatbot/attachments.py): type read from the bytes, stored
+    re-encoded without EXIF through Django's storage API. It belongs to the shopper's
+    message in the conversation (chat) or to a ticket (the desk links it); the file is
+    deleted from storage whenever the row goes (retention, erase, cascade)."""
+
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, verbose_name=_("public id")
+    )
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="attachments",
+        verbose_name=_("conversation"),
+    )
+    # The shopper's message that carries the photo; none for one sent with a ticket.
+    message = models.OneToOneField(
+        Message,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="attachment",
+        verbose_name=_("message"),
+    )
+    file = models.FileField(upload_to=attachment_path, max_length=200, verbose_name=_("file"))
+    # The shopper's own file name, shown to them and to agents; never a storage path.
+    name = models.CharField(max_length=120, blank=True, verbose_name=_("name"))
+    content_type = models.CharField(max_length=40, verbose_name=_("content type"))
+    size = models.PositiveIntegerField(verbose_name=_("size"))
+    width = models.PositiveIntegerField(verbose_name=_("width"))
+    height = models.PositiveIntegerField(verbose_name=_("height"))
+    created_at = models.DateTimeField(
+        default=timezone.now, db_index=True, verbose_name=_("created at")
+    )
+
+    class Meta:
+        verbose_name = _("attachment")
+        verbose_name_plural = _("attachments")
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"attachment {self.public_id} ({self.content_type})"

@@ -6,6 +6,9 @@ tied to ``Conversation.customer_id`` once the shopper is identified. Apps above 
 one keep more (the desk's tickets); they add their part with ``shopper_data_register``,
 so export and erase cover everything without this module importing them.
 
+Photos (``Attachment``) belong to a conversation: exported with it (the bytes too),
+deleted with it, and their files leave storage with their rows.
+
 Retention (settings, 0 keeps for ever): ``privacy_purge`` runs daily from Celery beat,
 over this app's data and every registered part's ``purge`` (the desk's tickets). It
 deletes by age only, so it is idempotent and safe to run twice.
@@ -23,7 +26,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from .models import BotCheck, Conversation, Feedback, Message
+from .attachments import attachment_export
+from .models import Attachment, BotCheck, Conversation, Feedback, Message
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +66,9 @@ def _conversations_export(customer_id: str, emails: list[str]) -> list[dict[str,
     conversations = _conversations(customer_id)
     if conversations is None:
         return rows
-    for conversation in conversations.prefetch_related("messages", "feedback", "bot_checks"):
+    for conversation in conversations.prefetch_related(
+        "messages", "feedback", "bot_checks", "attachments"
+    ):
         rows.append(
             {
                 "id": str(conversation.public_id),
@@ -88,6 +94,7 @@ def _conversations_export(customer_id: str, emails: list[str]) -> list[dict[str,
                     {"at": _iso(b.created_at), "action": b.action, "reason": b.reason}
                     for b in conversation.bot_checks.all()
                 ],
+                "attachments": [attachment_export(a) for a in conversation.attachments.all()],
             }
         )
     return rows
@@ -97,7 +104,8 @@ def _conversations_erase(customer_id: str, emails: list[str]) -> int:
     conversations = _conversations(customer_id)
     if conversations is None:
         return 0
-    # Messages, ratings and bot-check rows go with their conversation (CASCADE).
+    # Messages, ratings, bot-check rows and photos go with their conversation (CASCADE;
+    # each photo's file is deleted from storage with its row: chatbot/attachments.py).
     deleted, _ = conversations.delete()
     return int(deleted)
 
@@ -131,7 +139,13 @@ def shopper_erase(*, customer_id: str, emails: list[str] | None = None) -> dict[
 def privacy_purge(*, now: datetime | None = None) -> dict[str, int]:
     """Apply the retention settings (days; 0 keeps for ever). Idempotent."""
     now = now or timezone.now()
-    counts = {"conversations": 0, "client_ips": 0, "feedback": 0, "bot_checks": 0}
+    counts = {
+        "conversations": 0,
+        "attachments": 0,
+        "client_ips": 0,
+        "feedback": 0,
+        "bot_checks": 0,
+    }
 
     def cutoff(days: int) -> datetime | None:
         return now - timedelta(days=days) if days > 0 else None
@@ -141,8 +155,10 @@ def privacy_purge(*, now: datetime | None = None) -> dict[str, int]:
         stale = Conversation.objects.filter(updated_at__lt=before)
         counts["conversations"] = stale.count()
         stale.delete()
-        # Single old messages in conversations still in use go too.
+        # Single old messages and photos in conversations still in use go too (a photo
+        # left in the ticket form has no message); files leave storage with their rows.
         Message.objects.filter(created_at__lt=before).delete()
+        counts["attachments"], _ = Attachment.objects.filter(created_at__lt=before).delete()
     if (before := cutoff(settings.TIERDESK_RETENTION_CLIENT_IP_DAYS)) is not None:
         # update() leaves updated_at alone: forgetting an IP is not conversation activity.
         counts["client_ips"] = (

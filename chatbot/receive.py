@@ -125,6 +125,7 @@ async def hello_frame(*, connection: Connection, bot: BotSession) -> dict[str, A
         "limits": {
             "max_message_chars": settings.TIERDESK_MAX_MESSAGE_CHARS,
             "max_frame_bytes": settings.TIERDESK_MAX_FRAME_BYTES,
+            "max_attachment_bytes": settings.TIERDESK_ATTACHMENT_MAX_BYTES,
         },
         "pacing_ms": settings.TIERDESK_STREAM_PACING_MS,
         "server_time": timezone.now().isoformat(),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .attachments import shopper_view
 from .feedback import conversation_ratings
-from .models import Conversation, Message
+from .models import Attachment, Conversation, Message
 
 
 def conversation_history(*, conversation_id: int, limit: int) -> list[dict[str, Any]]:
@@ -16,6 +17,12 @@ def conversation_history(*, conversation_id: int, limit: int) -> list[dict[str, 
     )
     rows.reverse()
     thumbs, _score = conversation_ratings(conversation_id=conversation_id)
+    photos = {
+        a.message_id: shopper_view(a)
+        for a in Attachment.objects.filter(
+            message_id__in=[row["id"] for row in rows if row["role"] == Message.Role.USER]
+        )
+    }
     return [
         {
             "message_id": row["id"],
@@ -32,6 +39,8 @@ def conversation_history(*, conversation_id: int, limit: int) -> list[dict[str, 
             "citations": (row["metadata"] or {}).get("citations") or [],
             "actions": (row["metadata"] or {}).get("actions") or [],
             "choices": (row["metadata"] or {}).get("choices") or [],
+            # The shopper's photo (its own message), at a freshly signed link.
+            "attachment": photos.get(row["id"]),
         }
         for row in rows
     ]

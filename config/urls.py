@@ -13,6 +13,8 @@ urlpatterns = [
     path("operators/", include("frontend.operator_urls")),
     path("desk/", include("desk.urls")),
     path("tickets/", desk_views.ticket_new, name="ticket_new"),
+    path("attachments/", desk_views.attachment_upload, name="attachment_upload"),
+    path("attachments/<str:token>", desk_views.attachment_shopper, name="attachment_shopper"),
     path("metrics", operators.metrics, name="metrics"),
     path("", include("frontend.urls")),
     path("shop-api/", include("chatbot.orders.urls")),

@@ -123,6 +123,11 @@ class Ticket(models.Model):
         verbose_name=_("answered by"),
     )
     answered_at = models.DateTimeField(null=True, blank=True, verbose_name=_("answered at"))
+    # Photos the shopper attached in the ticket form (deleted with the ticket:
+    # desk/privacy.py).
+    attachments = models.ManyToManyField(
+        "chatbot.Attachment", blank=True, related_name="tickets", verbose_name=_("photos")
+    )
     created_at = models.DateTimeField(
         auto_now_add=True, db_index=True, verbose_name=_("created at")
     )

@@ -1,7 +1,8 @@
 """The desk's part of a shopper's personal data (chatbot/privacy.py): tickets, filed by
 email or linked to the shopper's conversations, and the agents' notes on those
 conversations. Notes go with their conversation on erase (CASCADE); tickets are
-deleted here."""
+deleted here, with the photos attached to them (their files leave storage with their
+rows: chatbot/attachments.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q
 
+from chatbot.attachments import attachment_export
+from chatbot.models import Attachment
 from chatbot.privacy import ShopperData
 
 from .models import Note, Ticket
@@ -34,8 +37,9 @@ def desk_export(customer_id: str, emails: list[str]) -> list[dict[str, Any]]:
             "answer": t.answer,
             "status": t.status,
             "created_at": t.created_at.isoformat(),
+            "attachments": [attachment_export(a) for a in t.attachments.all()],
         }
-        for t in _tickets(customer_id, emails)
+        for t in _tickets(customer_id, emails).prefetch_related("attachments")
     ]
     if customer_id:
         rows += [
@@ -45,9 +49,16 @@ def desk_export(customer_id: str, emails: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def _with_photos(tickets: Any) -> int:
+    """Delete tickets and the photos attached to them; returns the tickets deleted."""
+    photos = Attachment.objects.filter(tickets__in=tickets)
+    Attachment.objects.filter(pk__in=list(photos.values_list("pk", flat=True))).delete()
+    deleted = tickets.model.objects.filter(pk__in=list(tickets.values_list("pk", flat=True)))
+    return int(deleted.delete()[1].get("desk.Ticket", 0))
+
+
 def desk_erase(customer_id: str, emails: list[str]) -> int:
-    deleted, _ = _tickets(customer_id, emails).delete()
-    return int(deleted)
+    return _with_photos(_tickets(customer_id, emails))
 
 
 def desk_purge(now: datetime) -> dict[str, int]:
@@ -61,8 +72,7 @@ def desk_purge(now: datetime) -> dict[str, int]:
     stale = Ticket.objects.filter(created_at__lt=before).filter(
         Q(answered_at__isnull=True) | Q(answered_at__lt=before)
     )
-    deleted, _ = stale.delete()
-    return {"tickets": int(deleted)}
+    return {"tickets": _with_photos(stale)}
 
 
 DESK_DATA = ShopperData("desk", desk_export, desk_erase, desk_purge)

@@ -8,6 +8,7 @@ hold, nothing else (``conversation_detail`` raises ``DeskDenied`` for the rest).
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
 
 from chatbot.handoff import (
@@ -22,14 +24,19 @@ from chatbot.handoff import (
     HUMAN_TIER,
     H,
     agent_display_name,
+    agents_group,
     agents_list,
+    desk_group,
+    group_frame_sync,
     handoff_claim,
     handoff_requeue_abandoned,
     handoff_resolve,
     handoff_transfer,
+    human_holds,
+    message_frame,
 )
 from chatbot.mail import Email, email_send
-from chatbot.models import Conversation, Message
+from chatbot.models import Attachment, Conversation, Message
 from chatbot.orders.backends import get_order_service
 from chatbot.orders.types import OrderServiceError
 
@@ -39,6 +46,15 @@ logger = logging.getLogger(__name__)
 
 DESK_PERMISSION = "desk.use_desk"
 LAST_MESSAGES = 4
+MAX_TICKET_PHOTOS = 5
+
+
+def _uuid_like(value: str) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 class DeskDenied(Exception):
@@ -110,6 +126,10 @@ def conversation_detail(*, agent_id: int, conversation_id: int) -> dict[str, Any
     conversation = Conversation.objects.filter(_visible(agent_id), pk=conversation_id).first()
     if conversation is None:
         raise DeskDenied("not in the queue and not yours")
+    photos = {
+        a.message_id: photo_view(a)
+        for a in Attachment.objects.filter(conversation=conversation, message__isnull=False)
+    }
     messages = [
         {
             "message_id": m.pk,
@@ -119,8 +139,11 @@ def conversation_detail(*, agent_id: int, conversation_id: int) -> dict[str, Any
             "intent": m.intent,
             "agent": (m.metadata or {}).get("agent", ""),
             "created": m.created_at.isoformat(),
+            "attachment": photos.get(m.pk),
         }
-        for m in conversation.messages.exclude(text="").order_by("created_at", "id")
+        for m in conversation.messages.exclude(text="", attachment__isnull=True).order_by(
+            "created_at", "id"
+        )
     ]
     notes = [
         {"text": n.text, "author": agent_display_name(n.author) if n.author else "", "id": n.pk}
@@ -137,6 +160,46 @@ def conversation_detail(*, agent_id: int, conversation_id: int) -> dict[str, Any
         "notes": notes,
         "customer": _customer(conversation),
     }
+
+
+# -- photos ----------------------------------------------------------------------------------
+
+
+def photo_view(attachment: Attachment) -> dict[str, Any]:
+    """A shopper's photo as the desk shows it: its link is the desk's own (staff only)."""
+    return {
+        "id": str(attachment.public_id),
+        "name": attachment.name,
+        "url": reverse("desk:attachment", args=[attachment.public_id]),
+        "width": attachment.width,
+        "height": attachment.height,
+    }
+
+
+def photo_for_agent(*, agent_id: int, public_id: str) -> Attachment | None:
+    """A photo in a conversation the agent may open, or on a ticket; else None."""
+    visible = Q(conversation__in=Conversation.objects.filter(_visible(agent_id))) | Q(
+        tickets__isnull=False
+    )
+    try:
+        return Attachment.objects.filter(visible, public_id=public_id).distinct().first()
+    except ValueError:  # not a UUID
+        return None
+
+
+def photo_relay(*, attachment: Attachment) -> None:
+    """A photo sent in the chat while a person holds (or will hold) the conversation
+    reaches their desk at once; otherwise it waits in the conversation's history."""
+    message = attachment.message
+    if message is None:
+        return
+    status = human_holds(conversation_id=attachment.conversation_id)
+    if status not in (H.QUEUED, H.CLAIMED):
+        return
+    frame = {**message_frame(message), "attachment": photo_view(attachment)}
+    group_frame_sync(agents_group(attachment.conversation_id), frame)
+    if status == H.QUEUED:
+        group_frame_sync(desk_group(), {"type": "queue_changed"})
 
 
 def _customer(conversation: Conversation) -> dict[str, Any] | None:
@@ -323,14 +386,21 @@ def tickets_open() -> list[dict[str, Any]]:
             "question": t.question,
             "language": t.language,
             "created": t.created_at.isoformat(),
+            "attachments": [photo_view(a) for a in t.attachments.all()],
         }
-        for t in Ticket.objects.filter(status=Ticket.Status.OPEN).order_by("created_at")[:100]
+        for t in Ticket.objects.filter(status=Ticket.Status.OPEN)
+        .order_by("created_at")
+        .prefetch_related("attachments")[:100]
     ]
 
 
-def ticket_create(*, session_key: str, email: str, question: str) -> Ticket:
+def ticket_create(
+    *, session_key: str, email: str, question: str, attachments: list[str] | None = None
+) -> Ticket:
     """Store the shopper's question and email it to the shop (Django's email framework).
-    The ticket is stored first: a mail server that is down loses nothing."""
+    The ticket is stored first: a mail server that is down loses nothing. ``attachments``
+    are the public ids of photos uploaded from the ticket form: only this conversation's
+    count."""
     conversation = Conversation.objects.filter(session_key=session_key[:64]).first()
     ticket = Ticket.objects.create(
         conversation=conversation,
@@ -338,6 +408,11 @@ def ticket_create(*, session_key: str, email: str, question: str) -> Ticket:
         question=question,
         language=conversation.language if conversation else "",
     )
+    photos: list[Attachment] = []
+    if conversation is not None and attachments:
+        ids = [a for a in attachments[:MAX_TICKET_PHOTOS] if _uuid_like(a)]
+        photos = list(Attachment.objects.filter(conversation=conversation, public_id__in=ids))
+        ticket.attachments.add(*photos)
     try:
         email_send(
             Email(
@@ -346,7 +421,9 @@ def ticket_create(*, session_key: str, email: str, question: str) -> Ticket:
                     f"A shopper left a question while nobody was available.\n\n"
                     f"From: {email}\nConversation: "
                     f"{conversation.public_id if conversation else '-'}"
-                    f"\n\n{question}\n\nAnswer it from the desk: /desk/"
+                    f"\n\n{question}\n\n"
+                    + (f"Photos attached: {len(photos)} (see them in the desk)\n" if photos else "")
+                    + "Answer it from the desk: /desk/"
                 ),
                 from_email=settings.DEFAULT_FROM_EMAIL,
                 to=[settings.TIERDESK_SHOP_EMAIL],

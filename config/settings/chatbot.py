@@ -115,3 +115,16 @@ TIERDESK_RETENTION_FEEDBACK_DAYS = env_int("TIERDESK_RETENTION_FEEDBACK_DAYS", 3
 # Desk tickets (a shopper's email, question and the answer) after this many days from
 # the last thing that happened to them (left, or answered).
 TIERDESK_RETENTION_TICKETS_DAYS = env_int("TIERDESK_RETENTION_TICKETS_DAYS", 365)
+
+# --- shoppers' photos (chatbot/attachments.py, docs/widget.md "Photos") ---------------------
+# Largest photo a shopper may attach, in bytes (the upload is refused past it, before
+# it is read). The type is read from the bytes (JPEG, PNG, WebP, HEIC); the stored file is
+# re-encoded without EXIF (no location). Files go to STORAGES["default"]
+# (TIERDESK_MEDIA_STORAGE) and are deleted with their message, conversation or ticket
+# (retention, erase).
+TIERDESK_ATTACHMENT_MAX_BYTES = env_int("TIERDESK_ATTACHMENT_MAX_BYTES", 10 * 1024 * 1024)
+# Photos one conversation may hold: a cap on what one session key can store.
+TIERDESK_ATTACHMENT_MAX_PER_CONVERSATION = env_int("TIERDESK_ATTACHMENT_MAX_PER_CONVERSATION", 20)
+# How long the widget's signed link to a shopper's own photo works (it is re-signed on
+# every reconnect); staff see photos at /desk/ only.
+TIERDESK_ATTACHMENT_LINK_S = env_int("TIERDESK_ATTACHMENT_LINK_S", 24 * 3600)

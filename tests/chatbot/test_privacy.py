@@ -111,6 +111,7 @@ def test_retention_purge_is_by_age_and_idempotent(settings: Any) -> None:
     counts = privacy_purge(now=now)
     assert counts == {
         "conversations": 1,
+        "attachments": 0,
         "client_ips": 1,
         "feedback": 1,
         "bot_checks": 1,
@@ -125,6 +126,7 @@ def test_retention_purge_is_by_age_and_idempotent(settings: Any) -> None:
     assert fresh.client_ip == "192.0.2.1" and Feedback.objects.filter(conversation=fresh).exists()
     assert privacy_purge(now=now) == {
         "conversations": 0,
+        "attachments": 0,
         "client_ips": 0,
         "feedback": 0,
         "bot_checks": 0,

@@ -199,9 +199,26 @@
     if (m.message_id && seen.has(m.message_id)) return;
     if (m.message_id) seen.add(m.message_id);
     const li = el("li", `msg ${m.role}`);
-    li.append(el("span", "who", roleLabel(m)), el("p", "text", m.text));
+    li.append(el("span", "who", roleLabel(m)));
+    if (m.text) li.append(el("p", "text", m.text));
+    if (m.attachment) li.append(photoLink(m.attachment));
     $("messages").append(li);
     li.scrollIntoView({ block: "end" });
+  }
+
+  // A shopper's photo: a thumbnail linking to the full photo (the desk's own, staff-only URL).
+  function photoLink(photo) {
+    const a = el("a", "photo");
+    a.href = photo.url;
+    a.target = "_blank";
+    a.rel = "noopener noreferrer";
+    a.title = S.photo;
+    const img = el("img");
+    img.src = photo.url;
+    img.alt = photo.name || S.photo;
+    img.loading = "lazy";
+    a.append(img);
+    return a;
   }
 
   function onMessage(f) {
@@ -282,6 +299,7 @@
     $("ticket").hidden = false;
     $("ticket-title").textContent = S.ticketFrom(tk.email);
     $("ticket-question").textContent = tk.question;
+    $("ticket-photos").replaceChildren(...(tk.attachments || []).map(photoLink));
     drawCustomer(null);
     $("notes").replaceChildren();
     drawInbox();

@@ -88,11 +88,12 @@ export const handoff = {
     const question = el("textarea", { rows: "3", required: "", "aria-label": t.ticketQuestion, placeholder: t.ticketQuestion, name: "question" });
     // What the shopper wrote last, the request for a person included (it often says
     // what is wrong: "my parcel is late, can I speak to someone?"), as a start.
-    const asked = [...this._log.querySelectorAll(".msg.user")].map((n) => n.textContent).slice(-3);
+    const asked = [...this._log.querySelectorAll(".msg.user:not(.photo)")].map((n) => n.textContent).slice(-3);
     question.value = asked.join("\n");
     email.value = knownEmail || "";
     const send = el("button", { type: "submit" }, t.ticketSend);
     form.append(el("p", {}, t.ticketIntro), email, question, send);
+    const photoIds = this._ticketPhotos(form, send);
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       send.disabled = true;
@@ -100,7 +101,12 @@ export const handoff = {
         const r = await fetch(`${this._serverOrigin()}/tickets/`, {
           method: "POST",
           headers: { "Content-Type": "application/json" },
-          body: JSON.stringify({ session: store.get(this._key("session")), email: email.value, question: question.value }),
+          body: JSON.stringify({
+            session: store.get(this._key("session")),
+            email: email.value,
+            question: question.value,
+            attachments: photoIds,
+          }),
         });
         if (!r.ok) throw new Error(String(r.status));
         form.replaceWith(el("p", { class: "system ticket-done" }, t.ticketDone));

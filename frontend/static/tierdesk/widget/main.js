@@ -7,6 +7,7 @@ import { connection } from "./connection.js";
 import { store } from "./dom.js";
 import { frames } from "./frames.js";
 import { handoff } from "./handoff.js";
+import { photos } from "./photos.js";
 import { rendering } from "./rendering.js";
 import { streaming } from "./streaming.js";
 import { STRINGS } from "./strings.js";
@@ -137,7 +138,7 @@ class TierdeskChat extends HTMLElement {
 
 // Each concern's methods live in their own module; they become the class's own
 // (non-enumerable, as class methods are).
-for (const methods of [rendering, connection, frames, streaming, handoff]) {
+for (const methods of [rendering, connection, frames, streaming, handoff, photos]) {
   for (const [name, descriptor] of Object.entries(Object.getOwnPropertyDescriptors(methods))) {
     Object.defineProperty(TierdeskChat.prototype, name, { ...descriptor, enumerable: false });
   }

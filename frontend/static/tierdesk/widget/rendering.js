@@ -67,7 +67,8 @@ export const rendering = {
     this._sendBtn.innerHTML =
       '<svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" focusable="false">' +
       '<path fill="currentColor" d="M3 20.5 21 12 3 3.5v6.6l12 1.9-12 1.9z"/></svg>';
-    form.append(this._inputLabel, this._input, this._sendBtn);
+    // The paperclip: a photo of the problem (photos.js).
+    form.append(this._inputLabel, ...this._buildAttach(), this._input, this._sendBtn);
 
     // CSAT for the whole conversation: shown once there is a reply to rate.
     this._buildCsat();
@@ -154,6 +155,7 @@ export const rendering = {
     this._input.placeholder = t.placeholder;
     this._sendBtn.setAttribute("aria-label", t.send);
     this._sendBtn.title = t.send;
+    this._labelAttach();
     this._log.setAttribute("aria-label", t.log);
     this._greeting.textContent = t.greeting;
     this._csatLabel.textContent = t.rateChat;
@@ -296,7 +298,8 @@ export const rendering = {
     this._showRating(null, score ?? 0);
     for (const m of history) {
       if (m.role === "user") {
-        this._log.append(this._userBubble(m.text, { "data-message-id": String(m.message_id), "data-status": "sent" }));
+        const attrs = { "data-message-id": String(m.message_id), "data-status": "sent" };
+        this._log.append(m.attachment ? this._photoBubble(m.attachment, attrs) : this._userBubble(m.text, attrs));
         continue;
       }
       if (m.role === "agent") {

@@ -56,6 +56,19 @@ export const STRINGS = {
     rateChatPerson: (name) => `How did ${name} do?`,
     newBelow: "New message \u2193",
     passedOn: "passed on to our team",
+    // Photos (photos.js, docs/widget.md).
+    attach: "Attach a photo",
+    attachTicket: "Add a photo",
+    photo: "Photo",
+    photoError: (code, max) =>
+      ({
+        too_large: `That photo is too large: up to ${Math.round(max / 1048576)} MB, please.`,
+        bad_type: "That file isn't a photo we can take: please send a JPEG, PNG, WebP or HEIC photo.",
+        heic_off: "HEIC photos can't be taken here: please send it as a JPEG (on an iPhone: Settings, Camera, Formats, Most Compatible).",
+        unreadable: "That photo couldn't be opened. Please try another one.",
+        too_many: "This conversation already has as many photos as it can hold.",
+        offline: "The photo couldn't be sent: no connection. Please try again.",
+      })[code] || "The photo couldn't be sent. Please try again.",
   },
   zh: {
     title: "\u5728\u7ebf\u5ba2\u670d",
@@ -109,6 +122,18 @@ export const STRINGS = {
     rateChatPerson: (name) => `请为${name}的服务评分`,
     newBelow: "新消息 \u2193",
     passedOn: "已转给客服",
+    attach: "添加照片",
+    attachTicket: "添加照片",
+    photo: "照片",
+    photoError: (code, max) =>
+      ({
+        too_large: `照片太大了：请不要超过 ${Math.round(max / 1048576)} MB。`,
+        bad_type: "无法接收此文件：请发送 JPEG、PNG、WebP 或 HEIC 格式的照片。",
+        heic_off: "暂不支持 HEIC 格式：请以 JPEG 格式发送（iPhone：设置 > 相机 > 格式 > 兼容性最佳）。",
+        unreadable: "无法打开这张照片，请换一张试试。",
+        too_many: "本次对话的照片数量已达上限。",
+        offline: "照片未能发送：网络未连接，请重试。",
+      })[code] || "照片未能发送，请重试。",
     score: (n) => `${n} \u5206`,
   },
 };
