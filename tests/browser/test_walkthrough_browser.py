@@ -2,9 +2,10 @@
 (issue #36; walkthrough_e2e.mjs against a real Daphne server): a signed-in shopper asks
 where an order is, cancels another giving the reason in their own words, returns an
 item named by its name, asks for a person and writes while queued; an agent claims it
-at /desk/, answers and resolves; the shopper rates the chat. At each step the shopper
-sees the reply and its buttons in view, nothing covers anything, no text is cut off
-and no button outlives its question. The shopper's screen after the rating is kept as
+at /desk/, the shopper shows the problem with a photo, the agent sees it, answers and
+resolves; the shopper rates the chat. At each step the shopper sees the reply and its
+buttons in view, nothing covers anything, no text is cut off and no button outlives
+its question. The shopper's screen after the rating is kept as
 docs/walkthrough-desktop.png and docs/walkthrough-phone.png."""
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ from .live import (
     server_query,
     viewport_args,
 )
+from .test_attach_browser import parcel
 from .test_widget import order_status
 
 pytestmark = pytest.mark.browser
 
 SCRIPT = Path(__file__).with_name("walkthrough_e2e.mjs")
-# Each step waits at most a minute; the run takes about a minute on a quiet machine.
-NODE_TIMEOUT_S = 240
+# A step waits at most two minutes, the model-worded order status eight; the run takes
+# about a minute on a quiet machine.
+NODE_TIMEOUT_S = 900
 AGENT = "walk_agent"
 
 
@@ -70,6 +73,7 @@ def test_the_whole_conversation(
 ) -> None:
     shopper = SHOPPERS[name]
     agent_create(daphne_server, AGENT, first_name="Robin")
+    photo = parcel(tmp_path / "visor.png", "PNG", (320, 250))
     result = node_scenario(
         browser_tools,
         SCRIPT,
@@ -90,6 +94,8 @@ def test_the_whole_conversation(
         AGENT,
         "--shots",
         str(tmp_path),
+        "--photo",
+        str(photo),
         timeout_s=NODE_TIMEOUT_S,
     )
     steps = result["steps"]
@@ -124,10 +130,13 @@ def test_the_whole_conversation(
     assert "number 1 in the queue" in steps["queued"]["handoff"]
     assert steps["queued"]["buttons"] == []
     assert steps["queued_message"]["buttons"] == []
-    assert "Can I talk to a person" in result["queue_item"]
+    # The desk's queue names the shopper, signed in by the shop (its last lines vary).
+    assert shopper.customer_id in result["queue_item"] and "verified" in result["queue_item"]
 
-    # 5. The agent's name when they join; their reply in view, in the shopper's log.
+    # 5. The agent's name when they join; the shopper's photo in view in their log and
+    # loaded in the desk; the agent's reply in view, in the shopper's log.
     assert steps["joined"]["handoff"].startswith("Robin")
+    assert steps["photo_sent"]["text_in_view"] and result["desk_photo"] > 0
     assert "replacement ships today" in steps["agent_reply"]["text"]
     # The desk shows all of the shopper's panel (the orders table once overflowed it).
     assert result["desk_cut"] == [], result["desk_cut"]
