@@ -45,7 +45,7 @@ from .answerers.flows.returns import return_items_given
 from .answerers.l1 import order_intent
 from .answerers.l3_records import l3_adds_records
 from .answerers.offers import OFFER_HUMAN, OFFER_RETURN, OFFER_STATUS
-from .answerers.order_format import find_order_id
+from .answerers.order_format import STATUS_TEXT, find_order_id
 from .answerers.reply_match import Option, reply_pick
 from .handoff_dialogue import (
     HANDOFF_INTENT,
@@ -485,16 +485,21 @@ class Dialogue:
         return None
 
     def _order_options(self, order_ids: list[str]) -> list[Option]:
-        """The listed orders, in the list's order, known by id, items and date."""
+        """The listed orders, in the list's order, known by id, items, date and the
+        status their button shows ("the pending one")."""
         orders = {
             o.order_id: o
             for o in self.service.orders_for_customer(customer_id=self.ctx.customer_id)
         }
+        status_words = STATUS_TEXT.get(self.lang, STATUS_TEXT["en"])
         return [
             Option(
                 key=oid,
                 label=oid,
-                names=tuple(item.name for item in orders[oid].items),
+                names=(
+                    *(item.name for item in orders[oid].items),
+                    status_words.get(orders[oid].status, orders[oid].status),
+                ),
                 day=orders[oid].placed_on,
             )
             for oid in order_ids

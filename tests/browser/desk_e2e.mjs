@@ -5,12 +5,18 @@
 //
 //   node tests/browser/desk_e2e.mjs --base http://127.0.0.1:PORT --agent agent \
 //        --password agent [--screenshot docs/desk.png] [--timeout-ms 120000]
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { parseArgs } from "node:util";
 
-import { chromium } from "playwright-core";
+import {
+  collectErrors,
+  deskSignIn,
+  HOST,
+  launch as chromiumLaunch,
+  say as shopperSay,
+  shadow,
+  shadowWait as waitIn,
+  widgetOpen,
+} from "./chromium.mjs";
 
 const { values: opts } = parseArgs({
   options: {
@@ -24,56 +30,8 @@ const { values: opts } = parseArgs({
 });
 if (!opts.base) throw new Error("--base is required");
 const TIMEOUT = Number(opts["timeout-ms"]);
-const HOST = "tierdesk-chat";
-
-async function launch(viewport) {
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "tierdesk-desk-"));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    viewport,
-    timeout: 60000,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-      "--disable-component-update", "--disable-sync", "--disable-features=LocalNetworkAccessChecks"],
-  });
-  context.setDefaultTimeout(TIMEOUT);
-  const close = async () => {
-    await context.close().catch(() => {});
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-  };
-  return { context, close };
-}
-
-// Polled from here, not with page.waitForFunction: its predicate runs again from the
-// page's own timers, where the page's Content-Security-Policy refuses `new Function`;
-// a page.evaluate call is compiled by the debugger protocol and is not refused.
-async function shadowWait(page, src, arg) {
-  const deadline = Date.now() + TIMEOUT;
-  for (;;) {
-    const done = await page.evaluate(
-      ([s, a]) => {
-        const host = document.querySelector("tierdesk-chat");
-        if (!host || !host.shadowRoot) return false;
-        return new Function("root", "arg", s)(host.shadowRoot, a);
-      },
-      [src, arg],
-    );
-    if (done) return done;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${src}`);
-    await page.waitForTimeout(100);
-  }
-}
-const shadow = (page, src, arg) =>
-  page.evaluate(
-    ([s, a]) => new Function("root", "arg", s)(document.querySelector("tierdesk-chat").shadowRoot, a),
-    [src, arg],
-  );
-
-async function shopperSay(page, text) {
-  const input = page.locator(`${HOST} textarea`);
-  await input.fill(text);
-  await input.press("Enter");
-}
+const launch = (viewport) => chromiumLaunch(viewport, { timeout: TIMEOUT });
+const shadowWait = (page, src, arg) => waitIn(page, src, arg, { timeout: TIMEOUT });
 
 const result = { ok: false, steps: [], errors: [] };
 const step = (name, extra = {}) => result.steps.push({ name, t: Date.now(), ...extra });
@@ -81,31 +39,18 @@ let agentB, shopperB;
 try {
   agentB = await launch({ width: 1400, height: 860 });
   shopperB = await launch({ width: 1280, height: 860 });
-  const agent = await agentB.context.newPage();
-  const shopper = await shopperB.context.newPage();
-  for (const [who, page] of [["agent", agent], ["shopper", shopper]]) {
-    page.on("pageerror", (e) => result.errors.push(`${who}: ${e.message}`));
-    // Console errors; a failed resource load is reported by its response instead (with its URL).
-    page.on("console", (m) => {
-      if (m.type() === "error" && !/Failed to load resource/.test(m.text())) result.errors.push(`${who}: ${m.text()}`);
-    });
-    page.on("response", (r) => {
-      if (r.status() >= 400 && !/favicon\.ico$/.test(r.url())) result.errors.push(`${who}: ${r.status()} ${r.url()}`);
-    });
-  }
+  const agent = agentB.page;
+  const shopper = shopperB.page;
+  collectErrors(agent, "agent", result.errors);
+  collectErrors(shopper, "shopper", result.errors);
 
   // The agent signs in (Django auth) and opens the desk.
-  await agent.goto(`${opts.base}/admin/login/?next=/desk/`);
-  await agent.fill("#id_username", opts.agent);
-  await agent.fill("#id_password", opts.password);
-  await Promise.all([agent.waitForURL(/\/desk\/$/), agent.click('input[type="submit"]')]);
-  await agent.waitForSelector("#conn.live");
+  await deskSignIn(agent, opts.base, opts.agent, opts.password);
   step("desk_live");
 
   // The shopper asks for a person and confirms.
   await shopper.goto(`${opts.base}/`);
-  await shopper.locator(`${HOST} .launcher`).click();
-  await shopper.waitForSelector(`${HOST}[data-state="open"]`);
+  await widgetOpen(shopper);
   await shopperSay(shopper, "I want to talk to a human");
   await shadowWait(shopper, `return root.querySelectorAll(".actions button").length > 0;`);
   step("offered");

@@ -37,6 +37,16 @@ WARMUP_TIMEOUT_S = 180
 SEED_COMMAND = REPO / "chatbot" / "management" / "commands" / "seed_demo.py"
 
 
+# The screens the widget is walked through on: a laptop, and a 390x844 phone.
+VIEWPORTS = {"desktop": (1280, 800), "phone": (390, 844)}
+
+
+def viewport_args(name: str) -> tuple[str, ...]:
+    """A Chromium script's --width and --height for the viewport called ``name``."""
+    width, height = VIEWPORTS[name]
+    return ("--width", str(width), "--height", str(height))
+
+
 @dataclass(frozen=True)
 class LiveServer:
     url: str
@@ -340,3 +350,30 @@ def node_scenario(
             f"stderr: {proc.stderr[-2000:]}\nserver log tail:\n{server_log}"
         )
     return result
+
+
+def agent_create(server: LiveServer, username: str, *, first_name: str) -> None:
+    """A support agent on ``server``'s database (password = username), idempotently:
+    staff, in the "support agents" group the desk lets in."""
+    code = (
+        "from django.contrib.auth import get_user_model;"
+        "from django.contrib.auth.models import Group;"
+        "U = get_user_model();"
+        f"u = U.objects.filter(username={username!r}).first() or U.objects.create_user("
+        f"{username!r}, password={username!r}, is_staff=True, first_name={first_name!r});"
+        "u.groups.add(Group.objects.get(name='support agents'))"
+    )
+    _manage(server_env(server.database_url), server.log, "shell", "-c", code)
+
+
+def server_query(database_url: str, query: str, *params: object) -> list[tuple[Any, ...]]:
+    """Rows from the server's own database (``%s`` placeholders, on SQLite too)."""
+    if database_url.startswith("sqlite:///"):
+        import sqlite3
+
+        with sqlite3.connect(database_url.removeprefix("sqlite:///")) as conn:
+            return conn.execute(query.replace("%s", "?"), params).fetchall()
+    import psycopg
+
+    with psycopg.connect(database_url, connect_timeout=10) as conn:
+        return conn.execute(query, params).fetchall()

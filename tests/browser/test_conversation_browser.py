@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .live import REPO, LiveServer, node_scenario
+from .live import REPO, VIEWPORTS, LiveServer, node_scenario, viewport_args
 from .test_widget import order_status
 
 pytestmark = pytest.mark.browser
@@ -21,14 +21,9 @@ DELIVERED = "#W3638028"  # James Li's: Indoor Security Camera + Jigsaw Puzzle, d
 DOCS_SCREENSHOT = REPO / "docs" / "widget-choices.png"
 
 
-@pytest.mark.parametrize(("name", "width", "height"), [("desktop", 1280, 800), ("phone", 390, 844)])
+@pytest.mark.parametrize("name", list(VIEWPORTS))
 def test_buttons_in_view_and_new_message_below(
-    browser_tools: str,
-    daphne_server: LiveServer,
-    tmp_path: Path,
-    name: str,
-    width: int,
-    height: int,
+    browser_tools: str, daphne_server: LiveServer, tmp_path: Path, name: str
 ) -> None:
     shot = tmp_path / f"widget-choices-{name}.png"
     result = node_scenario(
@@ -36,10 +31,7 @@ def test_buttons_in_view_and_new_message_below(
         SCRIPT,
         daphne_server,
         name,
-        "--width",
-        str(width),
-        "--height",
-        str(height),
+        *viewport_args(name),
         "--screenshot",
         str(shot),
     )

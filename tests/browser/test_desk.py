@@ -13,25 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from .live import REPO, LiveServer, _manage, server_env
+from .live import REPO, LiveServer, agent_create
 
 pytestmark = pytest.mark.browser
 
 SCRIPT = Path(__file__).with_name("desk_e2e.mjs")
 NODE_TIMEOUT_S = 300
-AGENT = (
-    "from django.contrib.auth import get_user_model; from django.contrib.auth.models import Group;"
-    "U = get_user_model();"
-    "u = U.objects.filter(username='desk_agent').first() or U.objects.create_user("
-    "'desk_agent', password='desk_agent', is_staff=True, first_name='Sam');"
-    "u.groups.add(Group.objects.get(name='support agents'))"
-)
 
 
 def test_shopper_and_agent_talk_through_the_desk(
     browser_tools: str, daphne_server: LiveServer, tmp_path: Path
 ) -> None:
-    _manage(server_env(daphne_server.database_url), daphne_server.log, "shell", "-c", AGENT)
+    agent_create(daphne_server, "desk_agent", first_name="Sam")
     shot = (
         REPO / "docs" / "desk.png"
         if os.environ.get("TIERDESK_DOCS_SCREENSHOTS")

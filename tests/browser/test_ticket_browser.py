@@ -22,7 +22,7 @@ EN = {
     "reply": "nobody from our support team is online",
     "intro": "Leave your email and question",
     "send": "Send",
-    "placeholder": "Ask about an order",
+    "placeholder": "Ask about orders",
     "done": "We've got your question",
 }
 # The demo page is English; a Chinese shopper still gets the form, its button and the

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .live import REPO, SEED_COMMAND, LiveServer, node_scenario
+from .live import REPO, SEED_COMMAND, LiveServer, node_scenario, server_query
 
 pytestmark = pytest.mark.browser
 
@@ -28,22 +28,11 @@ def run_scenario(node: str, server: LiveServer, scenario: str, *args: str) -> di
 
 def order_status(database_url: str, order_id: str) -> str:
     """The order's status as stored in the server's own database."""
-    if database_url.startswith("sqlite:///"):
-        import sqlite3
-
-        with sqlite3.connect(database_url.removeprefix("sqlite:///")) as conn:
-            row = conn.execute(
-                "SELECT status FROM orders_order WHERE order_id = ?", (order_id,)
-            ).fetchone()
-    else:
-        import psycopg
-
-        with psycopg.connect(database_url, connect_timeout=10) as conn:
-            row = conn.execute(
-                "SELECT status FROM orders_order WHERE order_id = %s", (order_id,)
-            ).fetchone()
-    assert row, f"{order_id} is not in the seeded demo data"
-    return str(row[0])
+    rows = server_query(
+        database_url, "SELECT status FROM orders_order WHERE order_id = %s", order_id
+    )
+    assert rows, f"{order_id} is not in the seeded demo data"
+    return str(rows[0][0])
 
 
 @pytest.fixture(scope="session")

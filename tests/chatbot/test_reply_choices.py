@@ -107,6 +107,24 @@ def test_return_by_item_name_and_order_by_date(seeded_shop: None) -> None:
     assert state.get("return_flow", {}).get("order_id") == CAMERA_AND_PUZZLE, plan.text
 
 
+@pytest.mark.parametrize(
+    ("lang", "ask", "answer"),
+    [
+        ("en", "I'd like to cancel an order", "the pending one"),
+        ("zh", "我要取消订单", "待处理的那个"),
+    ],
+)
+def test_an_order_picked_by_the_status_its_button_shows(
+    seeded_shop: None, lang: str, ask: str, answer: str
+) -> None:
+    # Chen Lopez: one pending order and one delivered, listed with their status.
+    state: dict[str, Any] = {}
+    plan = turn(ask, customer="chen_lopez_3345", state=state, lang=lang)
+    assert len(plan.choices) == 2, plan.choices
+    plan = turn(answer, customer="chen_lopez_3345", state=state, lang=lang)
+    assert state.get("cancel_order_id") == "#W1790752", plan.text
+
+
 def test_a_reply_naming_no_order_is_asked_again(seeded_shop: None) -> None:
     state: dict[str, Any] = {}
     first = turn("I want to return an item", customer=JAMES, state=state)

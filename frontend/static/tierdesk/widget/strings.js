@@ -7,7 +7,7 @@ export const STRINGS = {
     open: "Open chat",
     close: "Close chat",
     input: "Your message",
-    placeholder: "Ask about an order, delivery, returns\u2026",
+    placeholder: "Ask about orders, returns\u2026", // one line beside the paperclip, on a phone too
     send: "Send",
     log: "Conversation",
     connecting: "Connecting\u2026",
