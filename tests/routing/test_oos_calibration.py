@@ -217,6 +217,7 @@ def test_the_order_point_bounds_the_near_domain_negatives_not_all_of_them() -> N
     rows = _Rows()
     near_scores = [0.60 + 0.01 * i for i in range(10)] + [0.9] * 90
     rows.kind = ["unseen_intents"] * 100 + ["off_topic"] * 400
+    rows.own_order = [False] * 500
     rows.top_intent = ["cancel_order"] * 10 + ["grooming"] * 490
     score = np.array(near_scores + [0.9] * 400)
     caught = np.zeros(500, dtype=bool)
@@ -227,3 +228,17 @@ def test_the_order_point_bounds_the_near_domain_negatives_not_all_of_them() -> N
     to_order = np.array([t in ORDER_INTENTS for t in rows.top_intent]) & near
     assert (to_order & (score >= point)).sum() / near.sum() <= ORDER_FLOW_MAX
     assert point > 0.6
+
+
+def test_a_left_out_order_intents_examples_do_not_raise_the_order_point() -> None:
+    # A left-out order intent's examples taken by a sibling order flow are order
+    # questions misrouted, not off-topic messages starting an order flow.
+    rows = _Rows()
+    rows.kind = ["unseen_intents"] * 100
+    rows.top_intent = ["cancel_order"] * 50 + ["grooming"] * 50
+    rows.own_order = [True] * 50 + [False] * 50
+    score = np.full(100, 0.8)
+    caught = np.zeros(100, dtype=bool)
+    near = (np.array(rows.kind) == "unseen_intents") & ~np.array(rows.own_order)
+
+    assert _order_threshold(rows, score, near, caught, 0.5) == 0.5
