@@ -41,11 +41,8 @@ from routing.types import ORDER_INTENTS, OUT_OF_SCOPE
 FOLDS = 4
 FOLDS_LARGE = 2
 LARGE_SET = 3000
-# The share of near-domain out-of-scope messages (the examples of left-out intents that
-# start no order flow) an order intent may still take at its threshold: an unsure
-# order guess asks first.
-# Generic off-topic text almost never reaches an order intent, so counting it among
-# the negatives would let the near-domain ones through at twice this share.
+# The share of out-of-scope messages an order intent may still take at its threshold
+# (on the calibration rows): an unsure order guess asks first.
 ORDER_FLOW_MAX = 0.02
 # The share of right answers on the held-out examples the out-of-scope point may give
 # up (``threshold_choose``).
@@ -85,10 +82,6 @@ class _Rows:
     correct: list[np.ndarray] = field(default_factory=list)
     kind: list[str] = field(default_factory=list)  # held, unseen_intents, off_topic
     top_intent: list[str] = field(default_factory=list)
-    # The row is an example of an order intent (held out or left out): a left-out order
-    # intent's example that another order flow takes is an order question misrouted,
-    # not an out-of-scope message starting an order flow.
-    own_order: list[bool] = field(default_factory=list)
 
 
 def _view_of(row: int, vectors: dict[str, np.ndarray]) -> str | None:
@@ -107,7 +100,6 @@ class _Part:
     minilm: np.ndarray | None
     vectors: dict[str, np.ndarray]  # per view
     truth: np.ndarray | None  # the right intents' labels (held-out examples)
-    own: np.ndarray | None  # the examples' own intents' labels (held-out and left-out)
 
 
 def _fold_rows(data: ShopTexts, seed: int, keep: Sequence[int], rows: _Rows) -> None:
@@ -129,7 +121,6 @@ def _fold_rows(data: ShopTexts, seed: int, keep: Sequence[int], rows: _Rows) -> 
             None if minilm is None else minilm[part],
             {n: m[part] for n, (m, _) in views.items()},
             data.y[part] if kind == "held" else None,
-            data.y[part],
         )
         for kind, part in (("held", held), ("unseen_intents", unseen))
     ]
@@ -140,7 +131,6 @@ def _fold_rows(data: ShopTexts, seed: int, keep: Sequence[int], rows: _Rows) -> 
                 data.off_topic,
                 data.minilm_off,
                 {n: o for n, (_, o) in views.items()},
-                None,
                 None,
             )
         )
@@ -203,10 +193,6 @@ def _part_rows(
         labels == part.truth if part.truth is not None else np.zeros(len(top), dtype=bool)
     )
     rows.kind.extend([part.kind] * len(top))
-    if part.own is None:
-        rows.own_order.extend([False] * len(top))
-    else:
-        rows.own_order.extend(data.intents[int(label)] in ORDER_INTENTS for label in part.own)
     rows.top_intent.extend(data.intents[label] for label in labels)
 
 
@@ -272,8 +258,7 @@ def oos_calibrate(
         for point, own in zip(curve, part, strict=True):
             point[f"{kind}_recall"] = own["oos_recall"]
     threshold = threshold_choose(curve, float(correct[held].mean()))
-    near = (kinds == "unseen_intents") & ~np.array(rows.own_order, dtype=bool)
-    order_threshold = _order_threshold(rows, score, near, caught, threshold)
+    order_threshold = _order_threshold(rows, score, held, caught, threshold)
     views = {}
     for name, (matrix, _) in data.views().items():
         if name not in weights:
@@ -322,12 +307,12 @@ def threshold_choose(curve: list[dict[str, float]], top1: float) -> float:
 
 
 def _order_threshold(
-    rows: _Rows, score: np.ndarray, near: np.ndarray, caught: np.ndarray, threshold: float
+    rows: _Rows, score: np.ndarray, held: np.ndarray, caught: np.ndarray, threshold: float
 ) -> float:
     """The lowest point at or above ``threshold`` where at most ORDER_FLOW_MAX of the
-    near-domain negatives (``near``) would start an order flow."""
-    to_order = np.array([t in ORDER_INTENTS for t in rows.top_intent]) & near & ~caught
-    negatives = max(int(near.sum()), 1)
+    negatives would start an order flow."""
+    to_order = np.array([t in ORDER_INTENTS for t in rows.top_intent]) & ~held & ~caught
+    negatives = max(int((~held).sum()), 1)
     for point in np.round(np.arange(threshold, 0.99, 0.025), 3):
         if float((to_order & (score >= point)).sum()) / negatives <= ORDER_FLOW_MAX:
             return float(point)

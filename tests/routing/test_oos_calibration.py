@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-import numpy as np
 import pytest
 from django.test import Client, override_settings
 from django.urls import reverse
 
 from routing.classifier_training import classifier_samples, classifier_train
 from routing.interchange import intents_import
-from routing.oos_calibration import ORDER_FLOW_MAX, _order_threshold, _Rows
 from routing.oos_score import E5, MINILM
 from routing.router import route_decide, router_snapshot_get
 from routing.services import router_model_train
@@ -208,37 +206,3 @@ def test_retrain_page_shows_the_shops_own_curve_and_point(admin_client: Client) 
     threshold = snapshot.classifier.oos_scorer.threshold
     assert f'<strong id="oos-in-use">{threshold}</strong>' in body
     assert "this shop&#x27;s own point" in body or "this shop's own point" in body
-
-
-def test_the_order_point_bounds_the_near_domain_negatives_not_all_of_them() -> None:
-    # 100 left-out intents' examples, 10 of which an order intent takes at scores
-    # 0.60..0.69; 400 generic off-topic rows, none to an order intent. Counted among
-    # all 500 negatives, 0.60 lets 2% through; the near-domain share needs 0.68.
-    rows = _Rows()
-    near_scores = [0.60 + 0.01 * i for i in range(10)] + [0.9] * 90
-    rows.kind = ["unseen_intents"] * 100 + ["off_topic"] * 400
-    rows.own_order = [False] * 500
-    rows.top_intent = ["cancel_order"] * 10 + ["grooming"] * 490
-    score = np.array(near_scores + [0.9] * 400)
-    caught = np.zeros(500, dtype=bool)
-    near = np.array(rows.kind) == "unseen_intents"
-
-    point = _order_threshold(rows, score, near, caught, 0.5)
-
-    to_order = np.array([t in ORDER_INTENTS for t in rows.top_intent]) & near
-    assert (to_order & (score >= point)).sum() / near.sum() <= ORDER_FLOW_MAX
-    assert point > 0.6
-
-
-def test_a_left_out_order_intents_examples_do_not_raise_the_order_point() -> None:
-    # A left-out order intent's examples taken by a sibling order flow are order
-    # questions misrouted, not off-topic messages starting an order flow.
-    rows = _Rows()
-    rows.kind = ["unseen_intents"] * 100
-    rows.top_intent = ["cancel_order"] * 50 + ["grooming"] * 50
-    rows.own_order = [True] * 50 + [False] * 50
-    score = np.full(100, 0.8)
-    caught = np.zeros(100, dtype=bool)
-    near = (np.array(rows.kind) == "unseen_intents") & ~np.array(rows.own_order)
-
-    assert _order_threshold(rows, score, near, caught, 0.5) == 0.5
