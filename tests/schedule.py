@@ -80,7 +80,8 @@ class _Recorder:
         self.files[file_of(report.nodeid)] += report.duration
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: Any) -> None:
-        if exitstatus != 0 or not self.files:
+        # A failed test's seconds are still its file's: written whatever the outcome.
+        if not self.files:
             return
         files = {name: round(s, 1) for name, s in sorted(self.files.items())}
         DURATIONS.write_text(

@@ -10,6 +10,7 @@ docs/walkthrough-desktop.png and docs/walkthrough-phone.png."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,7 +128,9 @@ def test_the_whole_conversation(
     # 4. A person: offered with Yes/No, then the queue; a message while queued goes to
     # the person, and the bot offers nothing more.
     assert steps["person_offer"]["buttons"] == ["Yes", "No"]
-    assert "number 1 in the queue" in steps["queued"]["handoff"]
+    # Its place depends on the shopper chats other browser tests left queued on this
+    # shared server.
+    assert re.search(r"number \d+ in the queue", steps["queued"]["handoff"]), steps["queued"]
     assert steps["queued"]["buttons"] == []
     assert steps["queued_message"]["buttons"] == []
     # The desk's queue names the shopper, signed in by the shop (its last lines vary).
