@@ -6,13 +6,14 @@ docs/widget-pointed.png when TIERDESK_DOCS_SCREENSHOTS=1."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.knowledge.test_pointing import BIKES_EN
 
-from .live import REPO, LiveServer, _manage, node_scenario, server_env
+from .live import REPO, LiveServer, _manage, live_server_run, node_scenario, server_env
 
 pytestmark = pytest.mark.browser
 
@@ -26,9 +27,18 @@ ARTICLE = (
 )
 
 
+@pytest.fixture(scope="module")
+def pointed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server of its own: articles other browser tests leave on the shared one answer
+    other questions, and which of them ran first depends on the suite's order."""
+    with live_server_run(tmp_path_factory.mktemp("daphne-pointed"), name="pointed") as server:
+        yield server
+
+
 def test_a_question_the_articles_are_about_gets_the_quote_its_source_and_a_person(
-    browser_tools: str, daphne_server: LiveServer, tmp_path: Path
+    browser_tools: str, pointed_server: LiveServer, tmp_path: Path
 ) -> None:
+    daphne_server = pointed_server
     env = server_env(daphne_server.database_url)
     _manage(env, daphne_server.log, "shell", "-c", ARTICLE.format(text=BIKES_EN))
     shot = (
