@@ -7,12 +7,14 @@
 //   node tests/browser/attach_e2e.mjs --base URL --agent NAME --password PW \
 //        --photo a.jpg --photo2 b.png --not-photo notes.png [--width 390 --height 844]
 //        [--widget-screenshot w.png] [--desk-screenshot d.png]
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { parseArgs } from "node:util";
 
-import { chromium } from "playwright-core";
+import {
+  HOST,
+  launch as chromiumLaunch,
+  shadow,
+  shadowWait as chromiumShadowWait,
+} from "./chromium.mjs";
 
 const { values: opts } = parseArgs({
   options: {
@@ -31,49 +33,10 @@ const { values: opts } = parseArgs({
   },
 });
 const TIMEOUT = Number(opts["timeout-ms"]);
-const HOST = "tierdesk-chat";
 const DRAFT = "The box was crushed on one side";
 
-async function launch(viewport) {
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "tierdesk-attach-"));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    viewport,
-    timeout: 60000,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-      "--disable-component-update", "--disable-sync", "--disable-features=LocalNetworkAccessChecks"],
-  });
-  context.setDefaultTimeout(TIMEOUT);
-  const close = async () => {
-    await context.close().catch(() => {});
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-  };
-  return { context, close };
-}
-
-// Polled from here: the page's CSP refuses `new Function` from its own timers.
-async function shadowWait(page, src, arg) {
-  const deadline = Date.now() + TIMEOUT;
-  for (;;) {
-    const done = await page.evaluate(
-      ([s, a]) => {
-        const host = document.querySelector("tierdesk-chat");
-        if (!host || !host.shadowRoot) return false;
-        return new Function("root", "arg", s)(host.shadowRoot, a);
-      },
-      [src, arg],
-    );
-    if (done) return done;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${src}`);
-    await page.waitForTimeout(100);
-  }
-}
-const shadow = (page, src, arg) =>
-  page.evaluate(
-    ([s, a]) => new Function("root", "arg", s)(document.querySelector("tierdesk-chat").shadowRoot, a),
-    [src, arg],
-  );
+const launch = (viewport) => chromiumLaunch(viewport, { timeout: TIMEOUT });
+const shadowWait = (page, src, arg) => chromiumShadowWait(page, src, arg, { timeout: TIMEOUT });
 
 const result = { ok: false, steps: [], errors: [] };
 
@@ -113,8 +76,8 @@ try {
   const started = Date.now();
   agentB = await launch({ width: 1400, height: 860 });
   shopperB = await launch({ width: Number(opts.width), height: Number(opts.height) });
-  const agent = await agentB.context.newPage();
-  const shopper = await shopperB.context.newPage();
+  const agent = agentB.page;
+  const shopper = shopperB.page;
   for (const [who, page] of [["agent", agent], ["shopper", shopper]]) {
     page.on("pageerror", (e) => result.errors.push(`${who}: ${e.message}`));
     page.on("console", (m) => {
