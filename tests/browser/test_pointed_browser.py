@@ -38,9 +38,8 @@ def pointed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSer
 def test_a_question_the_articles_are_about_gets_the_quote_its_source_and_a_person(
     browser_tools: str, pointed_server: LiveServer, tmp_path: Path
 ) -> None:
-    daphne_server = pointed_server
-    env = server_env(daphne_server.database_url)
-    _manage(env, daphne_server.log, "shell", "-c", ARTICLE.format(text=BIKES_EN))
+    env = server_env(pointed_server.database_url)
+    _manage(env, pointed_server.log, "shell", "-c", ARTICLE.format(text=BIKES_EN))
     shot = (
         REPO / "docs" / "widget-pointed.png"
         if os.environ.get("TIERDESK_DOCS_SCREENSHOTS")
@@ -49,7 +48,7 @@ def test_a_question_the_articles_are_about_gets_the_quote_its_source_and_a_perso
     result = node_scenario(
         browser_tools,
         SCRIPT,
-        daphne_server,
+        pointed_server,
         "pointed",
         "--question",
         "does the bicycle frame warranty cover rust on the chain?",
