@@ -79,7 +79,16 @@ def inbox(*, agent_id: int) -> dict[str, Any]:
     rows = list(
         Conversation.objects.filter(_visible(agent_id))
         .order_by("handoff_queued_at", "pk")
-        .values("pk", "handoff", "handoff_queued_at", "language", "customer_id", "identity", "vip")
+        .values(
+            "pk",
+            "public_id",
+            "handoff",
+            "handoff_queued_at",
+            "language",
+            "customer_id",
+            "identity",
+            "vip",
+        )
     )
     ids = [row["pk"] for row in rows]
     last: dict[int, list[dict[str, Any]]] = {pk: [] for pk in ids}
@@ -98,6 +107,8 @@ def inbox(*, agent_id: int) -> dict[str, Any]:
     items = [
         {
             "id": row["pk"],
+            # The id the shopper's widget knows its conversation by (its hello frame).
+            "public_id": str(row["public_id"]),
             "status": row["handoff"],
             "wait_s": round((now - row["handoff_queued_at"]).total_seconds())
             if row["handoff_queued_at"]

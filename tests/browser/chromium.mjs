@@ -90,3 +90,13 @@ export async function deskSignIn(page, base, username, password) {
   await Promise.all([page.waitForURL(/\/desk\/$/), page.click('input[type="submit"]')]);
   await page.waitForSelector("#conn.live");
 }
+
+// The desk's queue item for this shopper's own conversation. Browser tests share one
+// server, so other tests' chats may be queued too; the first item is not necessarily
+// ours. The widget carries its conversation id once the server has greeted it.
+export async function shoppersQueueItem(agent, shopper, { timeout = 120000 } = {}) {
+  const id = await shadowWait(shopper, `return root.host.getAttribute("data-conversation");`, undefined, { timeout });
+  const item = agent.locator(`#queue .item[data-conversation="${id}"]`);
+  await item.waitFor({ timeout });
+  return item;
+}

@@ -15,6 +15,7 @@ import {
   say as shopperSay,
   shadow,
   shadowWait as waitIn,
+  shoppersQueueItem,
   widgetOpen,
 } from "./chromium.mjs";
 
@@ -60,9 +61,9 @@ try {
   step("queued");
 
   // The desk shows it live; the agent claims it.
-  await agent.waitForSelector("#queue .item");
-  result.queue_item = await agent.locator("#queue .item").first().innerText();
-  await agent.locator("#queue .item .claim").first().click();
+  const ours = await shoppersQueueItem(agent, shopper, { timeout: TIMEOUT });
+  result.queue_item = await ours.innerText();
+  await ours.locator(".claim").click();
   await agent.waitForSelector("#reply-text:not([disabled])");
   step("claimed");
   await shadowWait(shopper, `const b = root.querySelector(".handoff"); return b && b.dataset.status === "claimed";`);

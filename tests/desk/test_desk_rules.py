@@ -136,6 +136,8 @@ def test_permissions_shoppers_operators_agents(client: Client) -> None:
     Conversation.objects.create()  # a bot-only conversation: never on the desk
     inbox = services.inbox(agent_id=agent.pk)
     assert [c["id"] for c in inbox["queue"]] == [queued.pk]
+    # The id the shopper's widget knows, so a reference the shopper quotes finds the chat.
+    assert [c["public_id"] for c in inbox["queue"]] == [str(queued.public_id)]
     assert [c["id"] for c in inbox["mine"]] == [mine.pk]
     with pytest.raises(services.DeskDenied):
         services.conversation_detail(agent_id=agent.pk, conversation_id=others.pk)

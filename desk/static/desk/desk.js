@@ -82,6 +82,7 @@
   function item(conv, mine) {
     const li = el("li", "item" + (current && current.id === conv.id ? " active" : ""));
     li.dataset.id = conv.id;
+    li.dataset.conversation = conv.public_id;
     const head = el("div", "item-head");
     head.append(
       el("strong", "", conv.customer_id || S.anonymous),
