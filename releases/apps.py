@@ -18,5 +18,5 @@ class ReleasesConfig(AppConfig):
             metrics.OBSERVERS.rating.append(prom.rating_observe)
 
         # Every app's post_migrate, not only ours: knowledge's permissions exist only
-        # after its own migrate (releases.permissions).
+        # after its own migrate; groups_ensure acts on the apps its groups name.
         post_migrate.connect(groups_ensure, dispatch_uid="releases_groups_ensure")

@@ -56,21 +56,28 @@ GROUP_PERMISSIONS: dict[str, list[str]] = {
 }
 
 
-def groups_ensure(**kwargs: Any) -> None:
+def _apps_named() -> set[str]:
+    return {perm.split(".", 1)[0] for perms in GROUP_PERMISSIONS.values() for perm in perms}
+
+
+def groups_ensure(sender: Any = None, using: str = "default", **kwargs: Any) -> None:
     """post_migrate receiver: create the groups and give them their permissions.
 
-    It runs after every app's migrate; permissions of apps migrated later are added
-    on their turn, so the last run leaves both groups complete."""
+    It runs after the migrate of each app the groups name (an app's permissions exist
+    only after its own migrate), so the last run leaves both groups complete. Other
+    apps' migrates are skipped: a test database is flushed, and this re-run, after
+    every transactional test, where each run costs a query per permission otherwise."""
     from django.contrib.auth.models import Group, Permission
 
+    apps = _apps_named()
+    if sender is not None and getattr(sender, "label", None) not in apps:
+        return
+    have = {
+        f"{app}.{codename}": pk
+        for pk, app, codename in Permission.objects.using(using)
+        .filter(content_type__app_label__in=apps)
+        .values_list("pk", "content_type__app_label", "codename")
+    }
     for name, perms in GROUP_PERMISSIONS.items():
-        group, _ = Group.objects.get_or_create(name=name)
-        wanted = []
-        for perm in perms:
-            app_label, codename = perm.split(".", 1)
-            found = Permission.objects.filter(
-                content_type__app_label=app_label, codename=codename
-            ).first()
-            if found is not None:
-                wanted.append(found)
-        group.permissions.add(*wanted)
+        group, _ = Group.objects.using(using).get_or_create(name=name)
+        group.permissions.add(*(have[perm] for perm in perms if perm in have))
