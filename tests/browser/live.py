@@ -2,7 +2,7 @@
 
 The server is a subprocess (``.venv/bin/daphne -b 127.0.0.1 -p PORT``) so the browser
 talks to exactly what ships: ASGI routing, WebSocket origin checks, static files. It
-gets a database of its own (``tierdesk_browser_<pid>`` on the run's PostgreSQL, a copy
+gets a database of its own (``tierdesk_browser_<pid>_<random>`` on the run's PostgreSQL, a copy
 of a template migrated once per run; or a SQLite file when DATABASE_URL is not
 PostgreSQL), seeded with ``seed_demo``, and dropped at the end. Every wait is bounded.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -83,8 +84,8 @@ def _template_database(base: str) -> str:
 
     ``migrate`` on an empty database takes about 6 s of CPU here, and the suite starts
     about ten servers; ``CREATE DATABASE ... TEMPLATE`` copies the result in a fraction
-    of a second. Dropped when the run ends; a template left by a run that was killed
-    carries its process id and is dropped by the next run."""
+    of a second. Dropped when the run ends; a template or server database left by a run
+    that was killed carries its process id and is dropped by the next run."""
     if base in _TEMPLATES:
         return _TEMPLATES[base]
     import atexit
@@ -96,9 +97,10 @@ def _template_database(base: str) -> str:
     with psycopg.connect(base, autocommit=True, connect_timeout=10) as conn:
         stale = conn.execute(
             "SELECT datname FROM pg_database WHERE datname LIKE 'tierdesk\\_template\\_%'"
+            " OR datname LIKE 'tierdesk\\_browser\\_%'"
         ).fetchall()
         for (old,) in stale:
-            pid = old.rsplit("_", 1)[-1]
+            pid = old.split("_")[2]
             if pid.isdigit() and not _alive(int(pid)):
                 _drop(conn, old)
         _drop(conn, name)
@@ -147,7 +149,10 @@ def _server_database(tmp: Path, suffix: str = "") -> Iterator[str]:
     from psycopg import sql
 
     template = _template_database(base)
-    name = f"tierdesk_browser_{os.getpid()}{suffix}"
+    # Random beside the process id: two servers of one worker (a module's own server
+    # while the session's runs) never share a name, so creating one never drops the
+    # other's database under it.
+    name = f"tierdesk_browser_{os.getpid()}_{secrets.token_hex(3)}{suffix}"
     # Connect to the run's own database just to create and drop ours (autocommit:
     # CREATE/DROP DATABASE cannot run in a transaction).
     with psycopg.connect(base, autocommit=True, connect_timeout=10) as conn:
