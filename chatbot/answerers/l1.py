@@ -33,7 +33,7 @@ from .flows.cancel import cancel_start
 from .flows.delivery import delivery_estimate, is_general_delivery
 from .flows.returns import RETURN_INTENTS, return_start
 from .l2 import L2Answerer
-from .offers import OFFER_HUMAN
+from .offers import offers_of
 from .order_format import (
     LATE_TEXT,
     STATUS_TEXT,
@@ -271,6 +271,7 @@ def phrase(ctx: TurnContext, intent: str, key: str, facts: dict[str, str]) -> L1
         guard_facts={k: facts[k] for k in keys} if settings.TIERDESK_FACT_GUARD else None,
         guard_required=required,
         personal=intent != rt.SHIPPING_COST,
+        actions=offers_of(intent, key),
     )
 
 
@@ -330,9 +331,7 @@ def order_intent(ctx: TurnContext, intent: str, slots: dict[str, str]) -> Answer
             # Past its estimated date and not delivered: say so, apologise, and list
             # what the shopper can do (track it, wait, cancel while pending, a person).
             key = "late_pending" if order.status == "pending" else "late"
-            plan = phrase(ctx, intent, key, facts | {"late": LATE_TEXT[reply_language(ctx)]})
-            plan.actions = [OFFER_HUMAN]
-            return plan
+            return phrase(ctx, intent, key, facts | {"late": LATE_TEXT[reply_language(ctx)]})
         return phrase(ctx, intent, order.status.replace(" ", "_"), facts)
     if intent == rt.REFUND_STATUS:
         return phrase(ctx, intent, "refunded" if order.refunds else "none", facts)
