@@ -29,6 +29,8 @@ TEMPLATE_OFFERS: dict[tuple[str, str], str] = {
     # A return or exchange past the return window: only a person can look at it.
     (rt.RETURN_ITEM, "outside_window"): OFFER_HUMAN,
     (rt.EXCHANGE_ITEM, "outside_window"): OFFER_HUMAN,
+    (rt.RETURN_ITEM, "none_in_window"): OFFER_HUMAN,
+    (rt.EXCHANGE_ITEM, "none_in_window"): OFFER_HUMAN,
     # The handoff's own offers (handoff_dialogue.handoff_offer).
     (rt.HANDOFF, "offer"): OFFER_HUMAN,
     (rt.HANDOFF, "offer_after_trouble"): OFFER_HUMAN,

@@ -198,6 +198,9 @@ def test_a_refused_cancel_of_a_delivered_order_offers_the_return(seeded_shop: No
 
 
 # -- an order past the return window: a person, offered with Yes/No ------------------------
+AARAV = "aarav_moore_6923"  # two delivered orders, both bought 53 days before the seed
+NOAH = "noah_kovacs_1216"  # delivered #W8826221 (47 days) and #W3002300 (9 days), one pending
+NOAH_RECENT = "#W3002300"
 DECLINED = {"en": "I'll keep helping you myself", "zh": "我继续为您服务"}
 
 
@@ -261,3 +264,20 @@ def test_the_order_system_refusing_past_the_window_offers_a_person(seeded_shop: 
     plan = turn("yes", customer=MOHAMED, state=state)
     assert "outside our return window" in plan.text and plan.actions == ["offer:human"]
     assert "pending_handoff" in state and not ReturnRequest.objects.exists()
+
+
+def test_which_order_offers_only_orders_inside_the_window(seeded_shop: None) -> None:
+    # One of two delivered orders is inside the window: that one, no question.
+    plan = turn("I want to return an item", customer=NOAH, state={})
+    assert f"Order {NOAH_RECENT} has these items" in plan.text, plan.text
+    # Both past it: said plainly, with a person offered, not a list to pick from.
+    for lang, ask in (("en", "I want to return an item"), ("zh", "我想退货")):
+        state: dict[str, Any] = {}
+        plan = turn(ask, customer=AARAV, state=state, lang=lang)
+        assert plan.choices == [] and state.get("awaiting") is None, plan.text
+        assert plan.actions == ["offer:human"], plan.text
+        assert ("return window" if lang == "en" else "退货期限") in plan.text
+        plan = turn(
+            "no thanks" if lang == "en" else "不需要", customer=AARAV, state=state, lang=lang
+        )
+        assert DECLINED[lang] in plan.text
