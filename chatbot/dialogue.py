@@ -47,6 +47,7 @@ from .answerers.l3_records import l3_adds_records
 from .answerers.offers import OFFER_HUMAN, OFFER_RETURN, OFFER_STATUS
 from .answerers.order_format import STATUS_TEXT, find_order_id
 from .answerers.reply_match import Option, reply_pick
+from .answerers.yes_no import is_no, is_yes
 from .handoff_dialogue import (
     HANDOFF_INTENT,
     handoff_continue,
@@ -55,51 +56,6 @@ from .handoff_dialogue import (
 )
 
 PENDING_ACTION_TTL_S = 600  # a "yes" more than 10 minutes later confirms nothing
-_YES = {
-    "yes",
-    "y",
-    "yeah",
-    "yep",
-    "yup",
-    "sure",
-    "ok",
-    "okay",
-    "confirm",
-    "confirmed",
-    "do it",
-    "yes please",
-    "please do",
-    "go ahead",
-    "是",
-    "是的",
-    "确认",
-    "好",
-    "好的",
-    "可以",
-    "对",
-    "嗯",
-    "确定",
-}
-_NO = {
-    "no",
-    "n",
-    "nope",
-    "nah",
-    "don't",
-    "dont",
-    "do not",
-    "keep it",
-    "never mind",
-    "stop",
-    "否",
-    "不",
-    "不要",
-    "不用",
-    "算了",
-    "取消操作",
-    "别",
-}
-
 
 # The intent whose "declined" template answers a "no" to each confirmed action.
 _ACTION_INTENTS = {
@@ -108,20 +64,6 @@ _ACTION_INTENTS = {
     "return": rt.RETURN_ITEM,
     "exchange": rt.EXCHANGE_ITEM,
 }
-
-
-def _norm_reply(text: str) -> str:
-    return re.sub(r"[\s!.。！,，~]+$", "", text.strip().lower())
-
-
-def is_yes(text: str) -> bool:
-    t = _norm_reply(text)
-    return t in _YES or t.startswith(("yes ", "yes,", "confirm ", "是的"))
-
-
-def is_no(text: str) -> bool:
-    t = _norm_reply(text)
-    return t in _NO or t.startswith(("no ", "no,", "don't ", "不要"))
 
 
 def _short(text: str) -> bool:

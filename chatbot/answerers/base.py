@@ -34,6 +34,8 @@ from inference.resilience import RESTART, StreamInfo, model_stream
 from routing import types as rt
 from routing.templates import template_get, template_get_exact, template_render
 
+from .offers import offers_of
+
 if TYPE_CHECKING:
     from .reply_guards import Guard
 
@@ -161,14 +163,17 @@ def say(
     label: str = "",
 ) -> AnswerPlan:
     """A deterministic reply from template ``intent.key``; ``label`` is the intent
-    recorded for the turn when it differs (shared "dialogue" texts)."""
+    recorded for the turn when it differs (shared "dialogue" texts). A template that
+    ends in an offer carries it in the actions (``offers.offers_of``)."""
     text = template_render(template_text(ctx, intent, key), facts or {})
+    actions = list(actions or [])
+    actions += [offer for offer in offers_of(intent, key) if offer not in actions]
     return AnswerPlan(
         tier=tier,
         intent=label or intent,
         text=text,
         language=ctx.language,
-        actions=actions or [],
+        actions=actions,
         personal=personal,
     )
 

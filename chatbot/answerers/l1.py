@@ -31,12 +31,13 @@ from .clarify import clarify
 from .flows.address_change import address_start
 from .flows.cancel import cancel_start
 from .flows.delivery import delivery_estimate, is_general_delivery
-from .flows.returns import RETURN_INTENTS, return_start
+from .flows.eligible import RETURN_INTENTS
+from .flows.order_pick import order_pick
+from .flows.returns import return_start
 from .l2 import L2Answerer
-from .offers import OFFER_HUMAN
+from .offers import offers_of
 from .order_format import (
     LATE_TEXT,
-    STATUS_TEXT,
     display_id,
     find_order_id,
     is_late,
@@ -271,6 +272,7 @@ def phrase(ctx: TurnContext, intent: str, key: str, facts: dict[str, str]) -> L1
         guard_facts={k: facts[k] for k in keys} if settings.TIERDESK_FACT_GUARD else None,
         guard_required=required,
         personal=intent != rt.SHIPPING_COST,
+        actions=offers_of(intent, key),
     )
 
 
@@ -288,35 +290,13 @@ def order_intent(ctx: TurnContext, intent: str, slots: dict[str, str]) -> Answer
             pending_slots={"order_id": order_id} if order_id else {},
         )
         return say(ctx, "dialogue", "ask_identity", label=intent)
+    if not order_id:
+        picked = order_pick(ctx, intent)
+        if isinstance(picked, AnswerPlan):
+            return picked
+        order_id = picked
     if intent in RETURN_INTENTS:
         return return_start(ctx, intent, order_id)
-    if not order_id:
-        orders = service.orders_for_customer(customer_id=ctx.customer_id)
-        if not orders:
-            return say(ctx, "dialogue", "no_orders", label=intent)
-        if len(orders) == 1:
-            order_id = orders[0].order_id
-        elif state.get("last_order_id") and intent != rt.CANCEL_ORDER:
-            order_id = state["last_order_id"]
-        else:
-            status_words = STATUS_TEXT.get(ctx.language, STATUS_TEXT["en"])
-            listed = [f"{o.order_id} ({status_words.get(o.status, o.status)})" for o in orders[:10]]
-            # The answer is read by order id, place, item name or date (dialogue: "order").
-            state.update(
-                awaiting="order",
-                pending_intent=intent,
-                order_choices=[o.order_id for o in orders[:10]],
-            )
-            plan = say(
-                ctx,
-                "dialogue",
-                "ask_order",
-                {"orders": ", ".join(listed)},
-                personal=True,
-                label=intent,
-            )
-            plan.choices = listed
-            return plan
     order = service.order_get(customer_id=ctx.customer_id, order_id=order_id)
     if order is None:
         # Same words whether the order doesn't exist or belongs to someone else.
@@ -330,9 +310,7 @@ def order_intent(ctx: TurnContext, intent: str, slots: dict[str, str]) -> Answer
             # Past its estimated date and not delivered: say so, apologise, and list
             # what the shopper can do (track it, wait, cancel while pending, a person).
             key = "late_pending" if order.status == "pending" else "late"
-            plan = phrase(ctx, intent, key, facts | {"late": LATE_TEXT[reply_language(ctx)]})
-            plan.actions = [OFFER_HUMAN]
-            return plan
+            return phrase(ctx, intent, key, facts | {"late": LATE_TEXT[reply_language(ctx)]})
         return phrase(ctx, intent, order.status.replace(" ", "_"), facts)
     if intent == rt.REFUND_STATUS:
         return phrase(ctx, intent, "refunded" if order.refunds else "none", facts)

@@ -109,7 +109,8 @@ def test_the_whole_conversation(
     assert f"Your order {shopper.delivered} was delivered" in steps["status"]["text"]
     assert steps["status"]["buttons"] == []
 
-    # 2. "the pending one" picks the order; the reason in other words is the reason.
+    # 2. The only order that can be cancelled is asked about (the delivered one is not
+    # offered); the reason in other words is the reason.
     assert steps["cancel_reason"]["buttons"] == ["no longer needed", "ordered by mistake"]
     assert f"I can cancel order {shopper.pending}" in steps["cancel_reason"]["text"]
     confirm = steps["cancel_confirm"]

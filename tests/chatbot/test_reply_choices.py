@@ -21,6 +21,10 @@ pytestmark = pytest.mark.django_db
 JAMES = "james_li_5688"  # two delivered orders: #W4435622, #W3638028
 CAMERA_AND_PUZZLE = "#W3638028"
 MEI = "mei_patel_7272"  # only pending orders
+CHEN = "chen_lopez_3345"
+CHEN_PENDING, CHEN_DELIVERED = "#W1790752", "#W9360566"
+SOFIA_T = "sofia_thomas_1518"
+SOFIA_T_PENDING, SOFIA_T_DELIVERED = ("#W7619352", "#W2297866"), "#W3388163"
 
 
 def turn(text: str, *, customer: str, state: dict[str, Any], lang: str = "en") -> AnswerPlan:
@@ -110,19 +114,65 @@ def test_return_by_item_name_and_order_by_date(seeded_shop: None) -> None:
 @pytest.mark.parametrize(
     ("lang", "ask", "answer"),
     [
-        ("en", "I'd like to cancel an order", "the pending one"),
-        ("zh", "我要取消订单", "待处理的那个"),
+        ("en", "where is my order?", "the pending one"),
+        ("zh", "我的订单到哪了？", "待处理的那个"),
     ],
 )
 def test_an_order_picked_by_the_status_its_button_shows(
     seeded_shop: None, lang: str, ask: str, answer: str
 ) -> None:
-    # Chen Lopez: one pending order and one delivered, listed with their status.
+    # Chen Lopez: one pending order and one delivered, listed with their status (a
+    # question about an order may be about any of them).
     state: dict[str, Any] = {}
-    plan = turn(ask, customer="chen_lopez_3345", state=state, lang=lang)
+    plan = turn(ask, customer=CHEN, state=state, lang=lang)
     assert len(plan.choices) == 2, plan.choices
-    plan = turn(answer, customer="chen_lopez_3345", state=state, lang=lang)
-    assert state.get("cancel_order_id") == "#W1790752", plan.text
+    turn(answer, customer=CHEN, state=state, lang=lang)
+    assert state.get("last_order_id") == CHEN_PENDING, state
+
+
+@pytest.mark.parametrize(
+    ("lang", "ask"), [("en", "I'd like to cancel an order"), ("zh", "我要取消订单")]
+)
+def test_which_order_to_cancel_offers_only_the_cancellable_ones(
+    seeded_shop: None, lang: str, ask: str
+) -> None:
+    # Sofia Thomas: two pending orders and a delivered one, which isn't offered.
+    state: dict[str, Any] = {}
+    plan = turn(ask, customer=SOFIA_T, state=state, lang=lang)
+    assert sorted(state["order_choices"]) == sorted(SOFIA_T_PENDING), plan.text
+    assert len(plan.choices) == 2 and SOFIA_T_DELIVERED not in plan.text
+    # Chen Lopez: the one order that can be cancelled is the one asked about.
+    state = {}
+    plan = turn(ask, customer=CHEN, state=state, lang=lang)
+    assert state.get("cancel_order_id") == CHEN_PENDING and CHEN_DELIVERED not in plan.text
+    assert plan.choices == (
+        ["no longer needed", "ordered by mistake"] if lang == "en" else ["不再需要", "误下单"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("intent", "lang", "ask", "says"),
+    [
+        ("cancel_order", "en", "I want to cancel my order", "None of your orders can be cancelled"),
+        ("cancel_order", "zh", "我要取消订单", "没有可以取消的订单"),
+        (
+            "change_address",
+            "en",
+            "I need to change my shipping address",
+            "addresses can be changed",
+        ),
+        ("change_address", "zh", "我要修改收货地址", "没有可以修改地址的订单"),
+    ],
+)
+def test_no_order_the_action_allows_is_said_plainly(
+    seeded_shop: None, intent: str, lang: str, ask: str, says: str
+) -> None:
+    # James: two shipped orders and two delivered ones, none pending.
+    state: dict[str, Any] = {}
+    plan = turn(ask, customer=JAMES, state=state, lang=lang)
+    assert plan.intent == intent and says in plan.text, plan.text
+    assert plan.choices == [] and "awaiting" not in state
+    assert not any(oid in plan.text for oid in ("#W2611340", "#W4435622", CAMERA_AND_PUZZLE))
 
 
 def test_a_reply_naming_no_order_is_asked_again(seeded_shop: None) -> None:

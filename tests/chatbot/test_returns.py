@@ -6,6 +6,7 @@ demo shop data and router; no model is involved in any of these replies."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -194,3 +195,89 @@ def test_a_refused_cancel_of_a_delivered_order_offers_the_return(seeded_shop: No
         assert plan.intent == "return_item" and state["awaiting"] == "return_items", lang
         assert "Hiking Boots" in plan.text and "Water Bottle" in plan.text
     assert not ReturnRequest.objects.exists()
+
+
+# -- an order past the return window: a person, offered with Yes/No ------------------------
+AARAV = "aarav_moore_6923"  # two delivered orders, both bought 53 days before the seed
+NOAH = "noah_kovacs_1216"  # delivered #W8826221 (47 days) and #W3002300 (9 days), one pending
+NOAH_RECENT = "#W3002300"
+DECLINED = {"en": "I'll keep helping you myself", "zh": "我继续为您服务"}
+
+
+def _agent_online() -> None:
+    from django.contrib.auth import get_user_model
+
+    from chatbot.handoff import presence_connect
+
+    agent = get_user_model().objects.create_user("ana", password="x", is_staff=True)
+    presence_connect(user_id=agent.pk)
+
+
+@pytest.mark.parametrize(
+    ("lang", "ask", "no"),
+    [
+        ("en", f"I'd like to return order {MOHAMED_OLD_DELIVERY}", "no"),
+        ("en", f"I want to exchange something from {MOHAMED_OLD_DELIVERY}", "No thanks!"),
+        ("zh", f"订单{MOHAMED_OLD_DELIVERY}要退货", "不用"),
+        ("zh", f"订单{MOHAMED_OLD_DELIVERY}要退货", "不用了，谢谢"),
+    ],
+)
+def test_past_the_window_a_person_is_offered_with_buttons_and_a_no_declines(
+    seeded_shop: None, lang: str, ask: str, no: str
+) -> None:
+    state: dict[str, Any] = {}
+    plan = turn(ask, customer=MOHAMED, state=state, lang=lang)
+    assert plan.intent in ("return_item", "exchange_item"), plan.text
+    # The offer is in the actions: the widget shows Yes/No, the dialogue waits for it.
+    assert plan.actions == ["offer:human"] and "pending_handoff" in state, plan.text
+    plan = turn(no, customer=MOHAMED, state=state, lang=lang)
+    assert plan.intent == "handoff" and DECLINED[lang] in plan.text, plan.text
+    assert plan.actions == [] and "pending_handoff" not in state
+
+
+def test_past_the_window_a_yes_hands_over_or_offers_a_ticket(seeded_shop: None) -> None:
+    state: dict[str, Any] = {}
+    turn(f"I'd like to return order {MOHAMED_OLD_DELIVERY}", customer=MOHAMED, state=state)
+    plan = turn("yes", customer=MOHAMED, state=state)
+    # Nobody at the desk: the reply says so and the widget offers a ticket.
+    assert "handoff:unavailable" in plan.actions, plan.text
+
+    _agent_online()
+    state = {}
+    turn(f"订单{MOHAMED_OLD_DELIVERY}要退货", customer=MOHAMED, state=state, lang="zh")
+    plan = turn("是", customer=MOHAMED, state=state, lang="zh")
+    assert plan.actions == ["handoff:queue"]
+
+
+def test_the_order_system_refusing_past_the_window_offers_a_person(seeded_shop: None) -> None:
+    """The window ended between the confirmation and the "yes": the order system's
+    refusal is said with the same offer."""
+    old = Order.objects.get(order_id=MOHAMED_OLD_DELIVERY)
+    state: dict[str, Any] = {
+        "pending_action": {
+            "type": "return",
+            "order_id": MOHAMED_OLD_DELIVERY,
+            "item_ids": [old.items[0]["item_id"]],
+            "at": time.time(),
+        }
+    }
+    plan = turn("yes", customer=MOHAMED, state=state)
+    assert "outside our return window" in plan.text and plan.actions == ["offer:human"]
+    assert "pending_handoff" in state and not ReturnRequest.objects.exists()
+
+
+def test_which_order_offers_only_orders_inside_the_window(seeded_shop: None) -> None:
+    # One of two delivered orders is inside the window: that one, no question.
+    plan = turn("I want to return an item", customer=NOAH, state={})
+    assert f"Order {NOAH_RECENT} has these items" in plan.text, plan.text
+    # Both past it: said plainly, with a person offered, not a list to pick from.
+    for lang, ask in (("en", "I want to return an item"), ("zh", "我想退货")):
+        state: dict[str, Any] = {}
+        plan = turn(ask, customer=AARAV, state=state, lang=lang)
+        assert plan.choices == [] and state.get("awaiting") is None, plan.text
+        assert plan.actions == ["offer:human"], plan.text
+        assert ("return window" if lang == "en" else "退货期限") in plan.text
+        plan = turn(
+            "no thanks" if lang == "en" else "不需要", customer=AARAV, state=state, lang=lang
+        )
+        assert DECLINED[lang] in plan.text

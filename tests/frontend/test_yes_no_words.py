@@ -9,7 +9,7 @@ import re
 
 from django.conf import settings
 
-from chatbot.dialogue import is_no, is_yes
+from chatbot.answerers.yes_no import is_no, is_yes
 
 STRINGS = settings.BASE_DIR / "frontend" / "static" / "tierdesk" / "widget" / "strings.js"
 TEMPLATES = settings.BASE_DIR / "routing" / "seed_data" / "templates.json"
@@ -70,3 +70,55 @@ def test_each_button_answers_what_it_says() -> None:
     for yes, no in buttons().values():
         assert is_yes(yes) and not is_no(yes)
         assert is_no(no) and not is_yes(no)
+
+
+# A reply that offers a person: "Would you like me to pass you to a person…?", "reply
+# "yes" and I'll pass this to a person", "需要为您转接人工客服吗？".
+PERSON_OFFER = {
+    "en": re.compile(
+        r"(?:Would you like|Shall I|reply \"yes\" and I'll|I can connect you)[^.]*\bperson\b"
+    ),
+    "zh": re.compile(r"转接人工客服(?:吗)?？|转接人工客服。需要吗|回复“是”，我为您转接人工客服"),
+}
+# The large tier's own replies, whose offer its answerer adds (chatbot/answerers/l3.py,
+# chatbot/turn.py): not said through a flow's template.
+LARGE_TIER = {"dialogue.model_down", "dialogue.l3_abstain", "dialogue.l3_records"}
+
+
+def test_every_flow_reply_offering_a_person_carries_the_offer() -> None:
+    """The template itself carries its offer (``offers.TEMPLATE_OFFERS``), so whichever
+    flow says it, the widget shows Yes/No and the dialogue reads the answer."""
+    from chatbot.answerers.offers import OFFER_HUMAN, TEMPLATE_OFFERS
+
+    offering = {
+        where.removeprefix("templates.")
+        for where, lang, text in templates()
+        if PERSON_OFFER[lang].search(text)
+    }
+    assert {"return_item.outside_window", "handoff.offer"} <= offering  # the check sees them
+    for where in sorted(offering - LARGE_TIER):
+        intent, key = where.split(".")
+        assert TEMPLATE_OFFERS.get((intent, key)) == OFFER_HUMAN, where
+    # And every template the table names exists.
+    seeded = {where.removeprefix("templates.") for where, _, _ in templates()}
+    assert {f"{intent}.{key}" for intent, key in TEMPLATE_OFFERS} <= seeded
+
+
+def test_declining_an_offer_in_other_words_is_a_no() -> None:
+    for text in (
+        "no",
+        "No thanks!",
+        "no, thank you",
+        "nope, thanks",
+        "not now",
+        "I'm good, thanks",
+        "不用",
+        "不用了",
+        "不用了，谢谢",
+        "不需要",
+        "没事，谢谢",
+        "暂时不用",
+    ):
+        assert is_no(text) and not is_yes(text), text
+    for text in ("thanks", "谢谢", "ok thanks", "yes please", "好的，谢谢"):
+        assert not is_no(text), text

@@ -13,13 +13,14 @@ from routing import types as rt
 from ..address_parse import address_format_text, parse_address
 from ..base import AnswerPlan, TurnContext, say, template_text
 from ..order_format import order_facts
+from .eligible import status_allows
 from .refusal import refuse
 
 
 def address_start(ctx: TurnContext, order: OrderFacts, facts: dict[str, str]) -> AnswerPlan:
     """Change the chosen order's address: refused unless pending; confirmed when the
     message holds the new address, else it is asked for."""
-    if order.status != "pending":
+    if not status_allows(rt.CHANGE_ADDRESS, order):
         return refuse(ctx, rt.CHANGE_ADDRESS, order, facts)
     address = parse_address(ctx.text)
     if address is not None:

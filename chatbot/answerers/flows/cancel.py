@@ -13,6 +13,7 @@ from routing import types as rt
 from ..base import AnswerPlan, TurnContext, say, template_text
 from ..order_format import order_facts
 from ..reply_match import Option, reply_pick
+from .eligible import status_allows
 from .refusal import refuse
 
 # The store policy's cancellation reasons (tau-bench retail wiki): the shopper gives
@@ -38,7 +39,7 @@ _ASKED_ORDER = ("no longer needed", "ordered by mistake")
 def cancel_start(ctx: TurnContext, order: OrderFacts, facts: dict[str, str]) -> AnswerPlan:
     """Cancel the shopper's chosen order: refused unless pending; confirmed when the
     message gives the reason, else the reason is asked for."""
-    if order.status != "pending":
+    if not status_allows(rt.CANCEL_ORDER, order):
         return refuse(ctx, rt.CANCEL_ORDER, order, facts)
     reason = cancel_reason_find(ctx.text)
     if reason:
@@ -101,6 +102,6 @@ def cancel_reason_given(ctx: TurnContext, order_id: str) -> AnswerPlan | None:
         return say(
             ctx, "dialogue", "order_not_found", {"order_id": order_id}, label=rt.CANCEL_ORDER
         )
-    if order.status != "pending":
+    if not status_allows(rt.CANCEL_ORDER, order):
         return refuse(ctx, rt.CANCEL_ORDER, order, order_facts(order, ctx.language))
     return cancel_confirm(ctx, order, reason)

@@ -4,24 +4,18 @@ the shopper can do instead offered in the same reply."""
 from __future__ import annotations
 
 from chatbot.orders.types import OrderFacts
-from routing import types as rt
 
 from ..base import AnswerPlan, TurnContext, say
-from ..offers import OFFER_HUMAN, OFFER_RETURN, OFFER_STATUS
+
+# The statuses with a refusal of their own, which offers what can be done instead
+# (``offers.TEMPLATE_OFFERS``): where a shipped order is now; for a delivered one, a
+# return instead of a cancel, a person for its address. Any other status (cancelled)
+# gets the plain refusal.
+_OWN_REFUSAL = ("processed", "delivered")
 
 
 def refuse(ctx: TurnContext, intent: str, order: OrderFacts, facts: dict[str, str]) -> AnswerPlan:
     """Cancel or change of address refused by the order's status, with what the shopper
-    can do instead offered in the same reply: where a shipped order is now, a return of
-    a delivered one (a person for its address), nothing for a cancelled one."""
-    offers = {"processed": OFFER_STATUS, "delivered": OFFER_HUMAN}
-    if intent == rt.CANCEL_ORDER:
-        # A delivered order can't be cancelled, but its items can be returned: a "yes"
-        # starts the return (the dialogue remembers the offer).
-        offers["delivered"] = OFFER_RETURN
-    offer = offers.get(order.status)
-    key = f"not_allowed_{order.status}" if offer else "not_allowed"
-    plan = say(ctx, intent, key, facts, personal=True)
-    if offer:
-        plan.actions = [offer]
-    return plan
+    can do instead offered in the same reply (the dialogue remembers the offer)."""
+    key = f"not_allowed_{order.status}" if order.status in _OWN_REFUSAL else "not_allowed"
+    return say(ctx, intent, key, facts, personal=True)

@@ -9,9 +9,7 @@ import time
 from decimal import Decimal
 from typing import Any
 
-from django.utils import timezone
-
-from chatbot.orders.policy import refund_after_fee, within_return_window
+from chatbot.orders.policy import refund_after_fee
 from chatbot.orders.types import (
     OrderFacts,
     OrderItem,
@@ -33,42 +31,16 @@ from ..order_format import (
     reply_language,
     returns_facts,
 )
+from .eligible import in_return_window, status_allows
 from .exchange import exchange_ask_next
 from .item_choice import items_in_text
 
-RETURN_INTENTS = (rt.RETURN_ITEM, rt.EXCHANGE_ITEM)
-RETURNABLE = "delivered"
-
 
 def return_start(ctx: TurnContext, intent: str, order_id: str) -> AnswerPlan:
-    """Start a return or exchange: pick the delivered order (only the verified
-    shopper's, through the order service), check it against the policy, then list its
-    items and ask which ones."""
+    """Start a return or exchange of the chosen order (only the verified shopper's,
+    through the order service; ``order_pick`` chose it when the message named none):
+    check it against the policy, then list its items and ask which ones."""
     service, state = ctx.orders(), ctx.state
-    if not order_id:
-        orders = service.orders_for_customer(customer_id=ctx.customer_id)
-        delivered = [o for o in orders if o.status == RETURNABLE]
-        if not orders:
-            return say(ctx, "dialogue", "no_orders", label=intent)
-        if not delivered:
-            return say(ctx, intent, "no_delivered", personal=True)
-        if len(delivered) == 1:
-            order_id = delivered[0].order_id
-        else:
-            # By order id, place, item name or date, as the order question's answer is
-            # read (dialogue: "order").
-            listed = [
-                f"{o.order_id} ({', '.join(i.name for i in o.items)})" for o in delivered[:10]
-            ]
-            state.update(
-                awaiting="order",
-                pending_intent=intent,
-                order_choices=[o.order_id for o in delivered[:10]],
-            )
-            listing = ("；" if ctx.language == "zh" else "; ").join(listed)
-            plan = say(ctx, intent, "ask_order", {"orders": listing}, personal=True)
-            plan.choices = listed
-            return plan
     order = service.order_get(customer_id=ctx.customer_id, order_id=order_id)
     if order is None:
         return say(
@@ -76,7 +48,7 @@ def return_start(ctx: TurnContext, intent: str, order_id: str) -> AnswerPlan:
         )
     state["last_order_id"] = order.order_id
     facts = returns_facts(ctx, order)
-    refusal = _return_refusal(order)
+    refusal = _return_refusal(intent, order)
     if refusal:
         return say(ctx, intent, refusal, facts, personal=True)
     items = list(order.items)
@@ -100,14 +72,13 @@ def item_choices(ctx: TurnContext, items: list[OrderItem]) -> list[str]:
     return [item.name for item in items] + [template_text(ctx, "dialogue", "choice_all")]
 
 
-def _return_refusal(order: OrderFacts) -> str:
+def _return_refusal(intent: str, order: OrderFacts) -> str:
     """The template key saying why this order can't be returned now, or ""."""
     if order.status in ("return requested", "exchange requested"):
         return "already"
-    if order.status != RETURNABLE:
+    if not status_allows(intent, order):
         return f"not_delivered_{order.status}" if order.status in OPEN_STATUSES else "not_delivered"
-    today = timezone.localdate()
-    if not any(within_return_window(order.placed_on, today, [i.name]) for i in order.items):
+    if not in_return_window(order):
         return "outside_window"
     return ""
 

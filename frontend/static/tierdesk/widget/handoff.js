@@ -123,9 +123,10 @@ export const handoff = {
     this._log.querySelectorAll(".actions").forEach((n) => n.remove());
   },
 
-  // A reply that waits for a yes or no (docs/protocol.md, "actions").
+  // A reply that waits for a yes or no (docs/protocol.md, "actions"): a confirmation,
+  // or an offer (a person, the order's status, a return instead of a cancel).
   _asks(actions) {
-    return Array.isArray(actions) && (actions.includes("confirm") || actions.includes("offer:human"));
+    return Array.isArray(actions) && actions.some((a) => a === "confirm" || String(a).startsWith("offer:"));
   },
 
   // The reply's question as buttons: its options (docs/protocol.md, "choices"), else
