@@ -83,8 +83,9 @@ try {
   if (opts.conversation) {
     // The item's head opens it (its button would claim it).
     await page.click(`#queue li.item[data-conversation="${opts.conversation}"] .item-head`);
-    await page.waitForSelector("#customer table.orders td.status");
-    result.desk_order_statuses = await page.locator("#customer td.status").allTextContents();
+    await page.waitForSelector("#customer table.orders td");
+    // The orders table's second column (its header is orderColumns' "Status").
+    result.desk_order_statuses = await page.locator("#customer table.orders td:nth-child(2)").allTextContents();
     result.desk_customer_rows = await page.evaluate(() =>
       [...document.querySelectorAll("#customer dt")].map((dt) => [dt.textContent, dt.nextElementSibling.textContent]));
   }
