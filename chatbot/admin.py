@@ -4,18 +4,21 @@ import json
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Substr
-from django.http import HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.template.loader import render_to_string
+from django.urls import URLPattern, path, reverse
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from routing.admin_base import ReadOnlyAdmin
 
+from .attachments import photo_response
 from .budgets import session_budget
-from .models import BotCheck, Conversation, Feedback, Message
+from .models import Attachment, BotCheck, Conversation, Feedback, Message
 from .privacy import shopper_erase, shopper_export
 
 # How long a list's message preview is (characters).
@@ -68,6 +71,15 @@ def transcript_html(conversation: Conversation) -> SafeString:
             "message_id", "value"
         )
     )
+    # A shopper's photo: a thumbnail linking to the full photo, served by the admin
+    # itself (ConversationAdmin.photo: staff who may view this conversation, no one else).
+    photos = {
+        a.message_id: {
+            "url": reverse("admin:chatbot_conversation_photo", args=[conversation.pk, a.public_id]),
+            "name": a.name,
+        }
+        for a in Attachment.objects.filter(conversation=conversation, message__isnull=False)
+    }
     turns: list[dict[str, Any]] = []
     for m in conversation.messages.select_related("release").order_by("created_at", "id"):
         details: list[tuple[str, Any]] = []
@@ -95,6 +107,7 @@ def transcript_html(conversation: Conversation) -> SafeString:
                 "role": m.role,
                 "who": m.get_role_display(),
                 "text": m.text,
+                "photo": photos.get(m.pk),
                 "created_at": m.created_at,
                 "tier": m.tier if m.role == Message.Role.BOT else "",
                 "intent": m.intent,
@@ -206,6 +219,30 @@ class ConversationAdmin(admin.ModelAdmin):
         # Nothing here is edited by hand: the page is a transcript, without Save buttons.
         return False
 
+    def get_urls(self) -> list[URLPattern]:
+        photo = path(
+            "<path:object_id>/photos/<uuid:public_id>/",
+            self.admin_site.admin_view(self.photo),
+            name="chatbot_conversation_photo",
+        )
+        return [photo, *super().get_urls()]
+
+    def photo(self, request: HttpRequest, object_id: str, public_id: Any) -> FileResponse:
+        """A shopper's photo in the transcript, as the desk serves one: to signed-in staff
+        (admin_view sends everyone else to the login page) who may view conversations
+        (403 otherwise), and only a photo of this conversation (404 otherwise)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        conversation = self.get_object(request, object_id)
+        if conversation is None or not self.has_view_permission(request, conversation):
+            raise Http404("no such conversation")
+        attachment = Attachment.objects.filter(
+            conversation=conversation, public_id=public_id
+        ).first()
+        if attachment is None:
+            raise Http404("no such photo in this conversation")
+        return photo_response(attachment)
+
     @admin.display(description=gettext_lazy("conversation"))
     def transcript(self, obj: Conversation) -> SafeString:
         return transcript_html(obj)
@@ -260,10 +297,11 @@ class ConversationAdmin(admin.ModelAdmin):
         for customer_id in customers:
             shopper_erase(customer_id=customer_id)
         # Anonymous conversations have no shopper to follow: they go themselves.
-        anonymous, _ = queryset.filter(customer_id="").delete()
+        anonymous, _per_model = queryset.filter(customer_id="").delete()
         self.message_user(
             request,
-            f"Erased the data of {len(customers)} shopper(s) and {anonymous} anonymous row(s).",
+            _("Erased the data of %(shoppers)d shopper(s) and %(rows)d anonymous row(s).")
+            % {"shoppers": len(customers), "rows": anonymous},
             messages.SUCCESS,
         )
 
@@ -273,12 +311,23 @@ class ConversationAdmin(admin.ModelAdmin):
         if obj.pk is None:
             return "-"
         b = session_budget(conversation_id=obj.pk)
-        window = f"{b.window_s // 60} min" if b.window_s % 60 == 0 else f"{b.window_s} s"
-        text = f"{b.tokens:,} of {b.budget:,} tokens in the last {window}: "
+        if b.window_s % 60 == 0:
+            window = _("%(n)d min") % {"n": b.window_s // 60}
+        else:
+            window = _("%(n)d s") % {"n": b.window_s}
+        facts = {"tokens": f"{b.tokens:,}", "budget": f"{b.budget:,}", "window": window}
         if not b.tripped:
-            return text + "closed (all tiers available)"
+            closed = _(
+                "%(tokens)s of %(budget)s tokens in the last %(window)s: closed (all tiers "
+                "available)"
+            )
+            return closed % facts
+        tripped = _(
+            "%(tokens)s of %(budget)s tokens in the last %(window)s: TRIPPED (the local small "
+            "model answers until %(time)s)"
+        )
         clears = b.clears_at.strftime("%Y-%m-%d %H:%M:%S UTC") if b.clears_at else "-"
-        return text + f"TRIPPED (the local small model answers until {clears})"
+        return tripped % {**facts, "time": clears}
 
 
 @admin.register(Message)

@@ -30,6 +30,7 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
+from django.http import FileResponse
 from django.urls import reverse
 from django.utils import timezone
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -213,6 +214,16 @@ def shopper_view(attachment: Attachment) -> dict[str, Any]:
         "width": attachment.width,
         "height": attachment.height,
     }
+
+
+def photo_response(attachment: Attachment) -> FileResponse:
+    """The photo itself, for whoever the calling view let see it (an agent in the desk,
+    staff reading the transcript in the admin, the shopper by signed link)."""
+    response = FileResponse(attachment.file.open("rb"), content_type=attachment.content_type)
+    # Personal data: never in a shared cache.
+    response["Cache-Control"] = "private, max-age=3600"
+    response["Content-Disposition"] = "inline"
+    return response
 
 
 def attachment_export(attachment: Attachment) -> dict[str, Any]:

@@ -5,8 +5,9 @@ Django users, so they get the login page, and signed-in staff without the permis
 (operators) get a 403. Everything live happens over ``/ws/desk/`` (desk/consumers.py).
 ``POST /tickets/`` and ``POST /attachments/`` are the widget's: the conversation's
 session key proves which conversation they belong to. A shopper's photo is served back
-to them at a signed link (``/attachments/<token>``), and to agents at
-``/desk/attachments/<id>`` only.
+to them at a signed link (``/attachments/<token>``), to agents at
+``/desk/attachments/<id>``, and to staff reading the conversation in the admin
+(``chatbot.admin.ConversationAdmin.photo``); to no one else.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from chatbot.attachments import (
     AttachmentRefused,
     attachment_by_link,
     attachment_store,
+    photo_response,
     shopper_view,
 )
 from chatbot.handoff import agent_display_name
-from chatbot.models import Attachment, Conversation
+from chatbot.models import Conversation
 
 from . import services
 from .cors import widget_cors
@@ -118,21 +120,13 @@ def _upload_refused(exc: AttachmentRefused) -> JsonResponse:
     )
 
 
-def _photo_response(attachment: Attachment) -> FileResponse:
-    response = FileResponse(attachment.file.open("rb"), content_type=attachment.content_type)
-    # Personal data: never in a shared cache.
-    response["Cache-Control"] = "private, max-age=3600"
-    response["Content-Disposition"] = "inline"
-    return response
-
-
 @require_GET
 def attachment_shopper(request: HttpRequest, token: str) -> FileResponse:
     """The shopper's own photo, at the signed link their widget was given."""
     attachment = attachment_by_link(token)
     if attachment is None:
         raise Http404("no such photo, or the link has expired")
-    response = _photo_response(attachment)
+    response = photo_response(attachment)
     # The widget shows it on the shop's own pages (another origin).
     response["Cross-Origin-Resource-Policy"] = "cross-origin"
     return response
@@ -146,4 +140,4 @@ def attachment_agent(request: HttpRequest, public_id: str) -> FileResponse:
     attachment = services.photo_for_agent(agent_id=int(request.user.pk or 0), public_id=public_id)
     if attachment is None:
         raise Http404("no such photo in your conversations")
-    return _photo_response(attachment)
+    return photo_response(attachment)

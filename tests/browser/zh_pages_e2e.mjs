@@ -2,10 +2,12 @@
 // Accept-Language asks for Chinese) for tests/browser/test_zh_pages_browser.py: signs
 // in, reads the chart legends and the desk's live texts, lists every visible text with
 // two or more latin words and no Chinese character, and takes a screenshot of each.
+// With --conversation (a queued conversation's public id), the desk opens it first and
+// reads its customer panel: the orders' statuses and how the shopper was verified.
 // Prints one JSON object.
 //
 //   node tests/browser/zh_pages_e2e.mjs --base http://127.0.0.1:PORT --user u --password p \
-//        --console-shot console-zh.png --desk-shot desk-zh.png
+//        --console-shot console-zh.png --desk-shot desk-zh.png [--conversation UUID]
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -20,6 +22,7 @@ const { values: opts } = parseArgs({
     password: { type: "string" },
     "console-shot": { type: "string", default: "" },
     "desk-shot": { type: "string", default: "" },
+    conversation: { type: "string", default: "" },
     "timeout-ms": { type: "string", default: "120000" },
   },
 });
@@ -77,6 +80,15 @@ try {
   result.desk_conn = await page.locator("#conn").textContent();
   result.desk_title = await page.title();
   result.desk_reply_placeholder = await page.locator("#reply-text").getAttribute("placeholder");
+  if (opts.conversation) {
+    // The item's head opens it (its button would claim it).
+    await page.click(`#queue li.item[data-conversation="${opts.conversation}"] .item-head`);
+    await page.waitForSelector("#customer table.orders td");
+    // The orders table's second column (its header is orderColumns' "Status").
+    result.desk_order_statuses = await page.locator("#customer table.orders td:nth-child(2)").allTextContents();
+    result.desk_customer_rows = await page.evaluate(() =>
+      [...document.querySelectorAll("#customer dt")].map((dt) => [dt.textContent, dt.nextElementSibling.textContent]));
+  }
   result.desk_english = await page.evaluate(englishOnPage);
   if (opts["desk-shot"]) await page.screenshot({ path: opts["desk-shot"] });
   result.ok = true;

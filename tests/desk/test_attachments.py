@@ -1,8 +1,9 @@
 """Shoppers' photos (chatbot/attachments.py, desk/views.py): the type comes from the bytes,
 the size is capped, EXIF location never reaches storage, the files are served to the
-shopper by a signed link and to agents only, and retention and erase delete the files
-themselves. Real database, real storage (FileSystemStorage in a temporary folder),
-real Pillow and pillow-heif; Django's test client."""
+shopper by a signed link, to agents and to staff reading the admin's transcript only,
+and retention and erase delete the files themselves. Real database, real storage
+(FileSystemStorage in a temporary folder), real Pillow and pillow-heif; Django's test
+client."""
 
 from __future__ import annotations
 
@@ -184,6 +185,43 @@ def test_the_photo_is_served_to_its_shopper_by_signed_link_and_to_agents_only(
     response = client.get(desk_link)
     assert response.status_code == 200 and response["Content-Type"] == "image/png"
     assert "private" in response["Cache-Control"]
+
+
+def test_the_admin_transcript_shows_the_photo_to_staff_who_read_conversations(
+    media: Path,
+) -> None:
+    from django.contrib.auth.models import Permission
+
+    conversation = Conversation.objects.create()
+    assert upload(picture("PNG"), "dent.png", session=conversation.session_key).status_code == 200
+    attachment = Attachment.objects.get()
+    page = f"/admin/chatbot/conversation/{conversation.pk}/change/"
+    photo = f"/admin/chatbot/conversation/{conversation.pk}/photos/{attachment.public_id}/"
+    reader = user_make("rita_support", group=None)
+    reader.user_permissions.add(Permission.objects.get(codename="view_conversation"))
+    client = Client()
+    client.force_login(reader)
+    html = client.get(page).content.decode()
+    # The shopper's bubble is a thumbnail linking to the full photo, served by the admin.
+    bubble = html[html.index(f'id="message-{attachment.message_id}"') :]
+    bubble = bubble[: bubble.index("td-meta")]
+    assert f'href="{photo}"' in bubble and f'src="{photo}"' in bubble and 'alt="dent.png"' in bubble
+    assert "—" not in bubble  # a photo is not an empty message
+    response = client.get(photo)
+    assert response.status_code == 200 and response["Content-Type"] == "image/png"
+    assert "private" in response["Cache-Control"]
+    # Not signed in: the login page. Staff who may not read conversations (an agent,
+    # who sees photos in the desk): refused. The photo through another conversation: none.
+    assert Client().get(photo).status_code == 302
+    client.force_login(user_make("amy_agent"))
+    assert client.get(photo).status_code == 403
+    client.force_login(reader)
+    other = Conversation.objects.create()
+    assert client.get(photo.replace(f"/{conversation.pk}/", f"/{other.pk}/")).status_code == 404
+    assert (
+        client.get(photo.replace(str(attachment.public_id), str(other.public_id))).status_code
+        == 404
+    )
 
 
 def test_retention_deletes_old_photos_files_and_all(

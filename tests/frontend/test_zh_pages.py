@@ -242,9 +242,35 @@ class _Request:
             return True
 
 
+def conversation_with_a_photo() -> Any:
+    """A Chinese shopper's conversation where they sent a photo and a line about it: the
+    admin shows it as a transcript (bubbles, the photo as a thumbnail)."""
+    from chatbot.models import Attachment, Conversation, Message
+
+    conv = Conversation.objects.create(customer_id="james_li_5688", language="zh")
+    sent = Message.objects.create(
+        conversation=conv, role="user", text="", status="complete", intent="attachment"
+    )
+    Attachment.objects.create(
+        conversation=conv,
+        message=sent,
+        file="attachments/dent.png",
+        name="dent.png",
+        content_type="image/png",
+        size=100,
+        width=64,
+        height=48,
+    )
+    Message.objects.create(conversation=conv, role="user", text="包裹压坏了", status="complete")
+    return conv
+
+
 def test_the_admin_in_chinese_has_no_english_ui_string(
     zh_client: Client, seeded_shop: None
 ) -> None:
+    conv = conversation_with_a_photo()
+    transcript = zh_client.get(f"/admin/chatbot/conversation/{conv.pk}/change/", headers=ZH)
+    assert 'class="td-photo"' in transcript.content.decode()  # the scan below sees its title
     data = db_values()
     found: dict[str, str] = {}  # each English string, and the first page showing it
     for url in admin_urls():
@@ -282,11 +308,53 @@ def test_the_desks_script_strings_have_a_chinese_text_for_every_english_one() ->
     en, zh = _js_block(source, "en"), _js_block(source, "zh")
     keys = re.compile(r"^    (\w+):", re.M)
     assert keys.findall(en) == keys.findall(zh) and len(keys.findall(en)) > 40
-    # Every literal of the Chinese block, with its ${...} holes left out.
-    literals = re.findall(r'"((?:[^"\\]|\\.)*)"|`([^`]*)`', zh)
-    texts = [re.sub(r"\$\{[^}]*\}", " ", a or b) for a, b in literals]
+    # Every literal of the Chinese block, with its ${...} holes left out; a quoted key
+    # of a word table ("return requested": ...) is the server's code, not a text.
+    literals = re.findall(r'"((?:[^"\\]|\\.)*)"(:?)|`([^`]*)`', zh)
+    texts = [re.sub(r"\$\{[^}]*\}", " ", a or b) for a, key, b in literals if not key]
     assert len(texts) >= 40
     bad = [t for t in texts if english(t)]
     assert not bad, "English in the desk's zh strings:\n" + "\n".join(bad)
     english_texts = re.findall(r'"((?:[^"\\]|\\.)*)"', en)
     assert [t for t in english_texts if english(t)], "the scan sees the English block's English"
+
+
+def _js_table(block: str, name: str) -> dict[str, str]:
+    """A word table of one language's block: {code: text}."""
+    start = block.index(f"\n    {name}: {{")
+    body = block[start : block.index("\n    },", start)]
+    rows = re.findall(r'^      (?:"([^"]+)"|(\w+)): "([^"]*)",$', body, re.M)
+    return {quoted or bare: text for quoted, bare, text in rows}
+
+
+def test_the_desk_words_order_statuses_and_identities_in_the_agents_language() -> None:
+    """The customer panel shows an order's status and how the shopper was verified as
+    words of the agent's language: the desk's tables hold every status of the shop's
+    order tables and every way of verifying, worded as the admin words them (the models'
+    choice labels through our catalogue). A status the tables don't know is the shop
+    system's own and shows as it came (desk.js ``word``)."""
+    from django.utils import translation
+
+    from chatbot.models import Conversation
+    from chatbot.orders.models import Order
+
+    source = (settings.BASE_DIR / "desk" / "static" / "desk" / "strings.js").read_text()
+    for lang, django_language in (("en", "en"), ("zh", "zh-hans")):
+        block = _js_block(source, lang)
+        with translation.override(django_language):
+            statuses = {value: str(label) for value, label in Order.Status.choices}
+            identities = {
+                value: str(label)
+                for value, label in Conversation.Identity.choices
+                if value != Conversation.Identity.NONE
+            }
+        assert _js_table(block, "orderStatuses") == statuses, lang
+        assert _js_table(block, "verifiedHow") == identities, lang
+        assert set(_js_table(block, "transferReasons")) == {"not_yours", "unknown_agent"}
+        assert set(_js_table(block, "deskErrors")) == {"forbidden"}
+    zh = _js_block(source, "zh")
+    for table in ("orderStatuses", "verifiedHow", "transferReasons", "deskErrors"):
+        assert all(CJK.search(text) for text in _js_table(zh, table).values()), table
+    desk_js = (settings.BASE_DIR / "desk" / "static" / "desk" / "desk.js").read_text()
+    for shown in ("S.orderStatuses, o.status", "S.verifiedHow, c.verified_by"):
+        assert f"word({shown})" in desk_js, shown

@@ -35,6 +35,12 @@
     if (text !== undefined) e.textContent = text;
     return e;
   }
+  // A code the server sends (an order's status, how the shopper was verified) as a word
+  // of the agent's language; one the table doesn't know, e.g. a status of the shop's own
+  // order system, shows as it came.
+  function word(table, code) {
+    return Object.hasOwn(table, code) ? table[code] : code;
+  }
   function roleLabel(m) {
     if (m.role === "user") return S.shopper;
     if (m.role === "agent") return m.agent || S.agent;
@@ -75,7 +81,7 @@
         break;
       case "result": onResult(f); break;
       case "kb_results": drawKb(f); break;
-      case "error": toast(f.message || f.code); break;
+      case "error": toast(Object.hasOwn(S.deskErrors, f.code) ? S.deskErrors[f.code] : f.message || f.code); break;
     }
   }
 
@@ -255,7 +261,7 @@
     if (c.name) row(S.name, c.name);
     row(S.customer, c.customer_id);
     if (c.email) row(S.email, c.email);
-    if (c.verified_by) row(S.verifiedBy, c.verified_by.replace("_", " "));
+    if (c.verified_by) row(S.verifiedBy, word(S.verifiedHow, c.verified_by));
     if (c.vip) row(S.vip, S.yes);
     box.append(dl);
     if (c.error) box.append(el("p", "empty", S.ordersUnavailable(c.error)));
@@ -265,7 +271,7 @@
     orders.append(head);
     for (const o of c.orders || []) {
       const tr = el("tr");
-      tr.append(el("td", "", o.order_id), el("td", "", o.status), el("td", "", `$${o.total}`), el("td", "", o.placed_on));
+      tr.append(el("td", "", o.order_id), el("td", "", word(S.orderStatuses, o.status)), el("td", "", `$${o.total}`), el("td", "", o.placed_on));
       orders.append(tr);
     }
     box.append(el("h3", "", S.orders((c.orders || []).length)), orders);
@@ -285,7 +291,7 @@
         $("reply-text").placeholder = S.resolvedHint;
       }
     } else if (f.action === "transfer") {
-      toast(f.ok ? S.transferred : S.notTransferred(f.reason));
+      toast(f.ok ? S.transferred : S.notTransferred(word(S.transferReasons, f.reason)));
     } else if (f.action === "ticket_answer") {
       toast(f.ok ? S.emailed : S.ticketTaken);
       if (f.ok) { currentTicket = null; $("ticket").hidden = true; $("placeholder").hidden = false; }

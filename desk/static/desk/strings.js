@@ -57,6 +57,33 @@ window.DESK_STRINGS = {
     insert: "Insert",
     approvedAnswer: (heading) => `Approved answer · ${heading}`,
     nothingFound: (q) => `Nothing found for “${q}”.`,
+    // Words for values the server sends as codes. An order's status is the shop's: the
+    // statuses of Tierdesk's own order tables (Order.Status) are here, and any other
+    // status a shop's system uses shows as that system wrote it.
+    orderStatuses: {
+      pending: "pending",
+      processed: "processed",
+      delivered: "delivered",
+      cancelled: "cancelled",
+      "return requested": "return requested",
+      "exchange requested": "exchange requested",
+    },
+    // How the shopper proved who they are (Conversation.Identity).
+    verifiedHow: {
+      token: "shop-signed token",
+      email: "email in chat",
+      name_zip: "name and zip in chat",
+    },
+    // Why a transfer was refused (desk.services.Outcome.reason).
+    transferReasons: {
+      not_yours: "the conversation is no longer yours",
+      unknown_agent: "that person is not a support agent",
+    },
+    // The server's refusals (desk/consumers.py error frames) by code; a code not here
+    // shows the server's own message.
+    deskErrors: {
+      forbidden: "This conversation is no longer in the queue or yours.",
+    },
   },
   zh: {
     shopper: "顾客",
@@ -108,5 +135,25 @@ window.DESK_STRINGS = {
     insert: "插入",
     approvedAnswer: (heading) => `已批准的答案 · ${heading}`,
     nothingFound: (q) => `没有找到与“${q}”相关的内容。`,
+    orderStatuses: {
+      pending: "待处理",
+      processed: "已处理",
+      delivered: "已送达",
+      cancelled: "已取消",
+      "return requested": "已申请退货",
+      "exchange requested": "已申请换货",
+    },
+    verifiedHow: {
+      token: "商店签名令牌",
+      email: "聊天中提供邮箱",
+      name_zip: "聊天中提供姓名和邮编",
+    },
+    transferReasons: {
+      not_yours: "此对话已不归你处理",
+      unknown_agent: "对方不是客服",
+    },
+    deskErrors: {
+      forbidden: "此对话已不在队列中，也不归你处理。",
+    },
   },
 };
