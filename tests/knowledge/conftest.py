@@ -40,13 +40,16 @@ def _fresh_index(settings: Any) -> Iterator[None]:
     cards_reset()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def _kb_present(django_db_setup: None, django_db_blocker: Any) -> dict[str, int]:
-    """Seeded and ingested, committed, by the first test that needs it (ingestion is the
-    slow part); each test's own changes roll back. Again after a transactional test, in
-    any module, flushed the tables: under pytest-xdist a worker runs the modules in an
-    order of its own, and the admin tests found an empty knowledge base. In between,
-    ``knowledge_seed`` finds every document there and ready and does nothing."""
+    """Seeded and ingested, committed, once per module (ingestion is the slow part); each
+    test's own changes roll back. Module-scoped so that it is set up before the test's
+    own transaction begins: function-scoped, it ran inside that transaction, was rolled
+    back with it, and every test ingested the articles again (10 times in
+    test_retrieval.py, 55 of its 66 s). Per module, not per session: a transactional
+    test in another module flushes the tables, and under pytest-xdist a worker runs the
+    modules in an order of its own. In between, ``knowledge_seed`` finds every document
+    there and ready and does nothing."""
     from django.test import override_settings
 
     from knowledge.seed import knowledge_seed
