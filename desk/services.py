@@ -19,6 +19,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from chatbot.answerers.order_format import money
 from chatbot.handoff import (
     AGENTS_GROUP,
     HUMAN_TIER,
@@ -236,6 +237,7 @@ def _customer(conversation: Conversation) -> dict[str, Any] | None:
                 "order_id": o.order_id,
                 "status": o.status,
                 "total": str(o.total),
+                "total_shown": money(o.total),
                 "placed_on": o.placed_on.isoformat(),
                 "items": len(o.items),
             }

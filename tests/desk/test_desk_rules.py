@@ -441,3 +441,24 @@ def test_transfer_moves_the_conversation_and_is_audited() -> None:
         .order_by("id")
         .values_list("action", "actor__username", "detail")
     ) == [("claim", "tara", {}), ("transfer", "tara", {"to": b.pk}), ("resolve", "uma", {})]
+
+
+def test_the_customer_panel_shows_totals_in_the_shops_currency(seeded_shop: None) -> None:
+    from chatbot.orders.models import Customer
+    from shop.models import ShopProfile
+    from shop.values import demo_profile_values
+
+    row = ShopProfile(**demo_profile_values() | {"currency_code": "GBP", "currency_symbol": "£"})
+    row.full_clean()
+    row.save()
+    agent = user_make("gia")
+    customer = Customer.objects.filter(orders__isnull=False).first()
+    assert customer is not None
+    conversation = queued_conversation()
+    Conversation.objects.filter(pk=conversation.pk).update(
+        customer_id=customer.customer_id, identity="token"
+    )
+    assert services.claim(agent_id=agent.pk, conversation_id=conversation.pk).ok
+    detail = services.conversation_detail(agent_id=agent.pk, conversation_id=conversation.pk)
+    orders = detail["customer"]["orders"]
+    assert orders and all(o["total_shown"] == f"£{o['total']}" for o in orders)

@@ -271,7 +271,7 @@
     orders.append(head);
     for (const o of c.orders || []) {
       const tr = el("tr");
-      tr.append(el("td", "", o.order_id), el("td", "", word(S.orderStatuses, o.status)), el("td", "", `$${o.total}`), el("td", "", o.placed_on));
+      tr.append(el("td", "", o.order_id), el("td", "", word(S.orderStatuses, o.status)), el("td", "", o.total_shown), el("td", "", o.placed_on));
       orders.append(tr);
     }
     box.append(el("h3", "", S.orders((c.orders || []).length)), orders);
