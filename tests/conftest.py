@@ -84,6 +84,19 @@ def model_files() -> None:
         model_assemble(entry=CATALOG[name], model_dir=settings.TIERDESK_MODEL_DIR)
 
 
+@pytest.fixture(autouse=True)
+def _default_language() -> Iterator[None]:
+    """Each test starts in the site's default language. A request through the test
+    client in another language leaves that language active in the thread
+    (LocaleMiddleware activates it; nothing deactivates it), and a later test on the
+    same worker read its English messages in Chinese."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
 @pytest.fixture
 def seeded_shop(db: None) -> None:
     from chatbot.orders.seed import catalogue_seed, shop_seed

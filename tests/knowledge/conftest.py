@@ -41,7 +41,7 @@ def _fresh_index(settings: Any) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def _kb_present(django_db_setup: None, django_db_blocker: Any) -> dict[str, int]:
+def _kb_present(django_db_setup: None, django_db_blocker: Any) -> Iterator[dict[str, int]]:
     """Seeded and ingested, committed, once per module (ingestion is the slow part); each
     test's own changes roll back. Module-scoped so that it is set up before the test's
     own transaction begins: function-scoped, it ran inside that transaction, was rolled
@@ -49,13 +49,21 @@ def _kb_present(django_db_setup: None, django_db_blocker: Any) -> dict[str, int]
     test_retrieval.py, 55 of its 66 s). Per module, not per session: a transactional
     test in another module flushes the tables, and under pytest-xdist a worker runs the
     modules in an order of its own. In between, ``knowledge_seed`` finds every document
-    there and ready and does nothing."""
+    there and ready and does nothing.
+
+    The tables are flushed after the module, as a transactional test's are: the next
+    module on this worker expects an empty database, and a later test found these
+    articles answering its questions."""
+    from django.core.management import call_command
     from django.test import override_settings
 
     from knowledge.seed import knowledge_seed
 
     with django_db_blocker.unblock(), override_settings(TIERDESK_KB_SUMMARY_ROLE=""):
-        return knowledge_seed(ingest_now=True, keys=KB_KEYS)
+        seeded = knowledge_seed(ingest_now=True, keys=KB_KEYS)
+    yield seeded
+    with django_db_blocker.unblock():
+        call_command("flush", interactive=False, verbosity=0)
 
 
 @pytest.fixture
