@@ -48,7 +48,7 @@ PREPARE = (
 @pytest.fixture(scope="module")
 def questions_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     tmp = tmp_path_factory.mktemp("daphne-questions")
-    with live_server_run(tmp, name="questions") as server:
+    with live_server_run(tmp, name="questions", warm_up=False) as server:
         env = server_env(
             server.database_url,
             {"TIERDESK_KB_SUMMARY_ROLE": "", "TIERDESK_KB_QUESTIONS_ROLE": ""},

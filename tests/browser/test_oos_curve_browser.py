@@ -44,7 +44,7 @@ EMBEDDINGS = {"TIERDESK_ROUTER_EMBEDDINGS": "true", "TIERDESK_ROUTER_RETRAIN_ASY
 @pytest.fixture(scope="module")
 def shop_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     tmp = tmp_path_factory.mktemp("daphne-oos")
-    with live_server_run(tmp, name="oos", env_extra=EMBEDDINGS) as server:
+    with live_server_run(tmp, name="oos", env_extra=EMBEDDINGS, warm_up=False) as server:
         env = server_env(server.database_url, EMBEDDINGS)
         _manage(env, server.log, "shell", "-c", ADMIN)
         _manage(env, server.log, "shell", "-c", NEW_SHOP)

@@ -38,7 +38,7 @@ ONLY_JEANS = (
 @pytest.fixture(scope="module")
 def words_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     tmp = tmp_path_factory.mktemp("daphne-synonyms")
-    with live_server_run(tmp, name="synonyms") as server:
+    with live_server_run(tmp, name="synonyms", warm_up=False) as server:
         env = server_env(server.database_url, {"TIERDESK_KB_SUMMARY_ROLE": ""})
         _manage(env, server.log, "shell", "-c", ADMIN)
         _manage(env, server.log, "shell", "-c", ONLY_JEANS)
