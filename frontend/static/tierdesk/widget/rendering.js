@@ -105,10 +105,16 @@ export const rendering = {
   // What the shopper's clicks and keys do; the bot check's key rhythm on the input.
   _listen(form) {
     this._stick = true;
+    this._setTop = null;
     // Whether to follow new messages is the shopper's choice, read from where they
     // scrolled: content growing under them (a badge, buttons, the typing line) doesn't
     // change it.
     this._log.addEventListener("scroll", () => {
+      // The widget's own scroll to the end says nothing of the shopper's choice, even
+      // when a photo or a line grew the log before this event ran (it comes a frame
+      // later); only a position the shopper moved to does.
+      if (this._setTop !== null && Math.abs(this._log.scrollTop - this._setTop) < 2) return;
+      this._setTop = null;
       this._stick = this._nearEnd();
       if (this._stick) this._newBelow.hidden = true;
     }, { passive: true });
@@ -181,6 +187,7 @@ export const rendering = {
     if (force) this._stick = true;
     if (this._stick) {
       this._log.scrollTop = this._log.scrollHeight;
+      this._setTop = this._log.scrollTop;
       this._newBelow.hidden = true;
     }
   },
