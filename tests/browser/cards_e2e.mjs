@@ -18,7 +18,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 
-import { chromium } from "playwright-core";
+import { HOST, launch as chromiumLaunch } from "./chromium.mjs";
 
 const { values: opts } = parseArgs({
   options: {
@@ -33,7 +33,6 @@ const { values: opts } = parseArgs({
 });
 if (!opts.base) throw new Error("--base is required");
 const TIMEOUT = Number(opts["timeout-ms"]);
-const HOST = "tierdesk-chat";
 // Not "Gift cards": the demo knowledge base has that article (36 months) already, and
 // the point is a fact that only this new article states.
 const TITLE = "Store credit";
@@ -53,23 +52,7 @@ fs.mkdirSync(shotsDir, { recursive: true });
 const result = { ok: false, steps: [], errors: [], shots: [] };
 const step = (name, extra = {}) => result.steps.push({ name, t: Date.now(), ...extra });
 
-async function launch(viewport) {
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "tierdesk-cards-"));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    viewport,
-    timeout: 60000,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-      "--disable-component-update", "--disable-sync", "--disable-features=LocalNetworkAccessChecks"],
-  });
-  context.setDefaultTimeout(TIMEOUT);
-  const close = async () => {
-    await context.close().catch(() => {});
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-  };
-  return { context, close };
-}
+const launch = (viewport) => chromiumLaunch(viewport, { timeout: TIMEOUT });
 
 function watch(page, who) {
   page.on("pageerror", (e) => result.errors.push(`${who}: ${e.message}`));

@@ -10,11 +10,10 @@
 // 3. The admin opens the conflict (the two sections side by side), keeps the new article,
 //    and the count is gone; a new shopper is no longer told both.
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 
-import { chromium } from "playwright-core";
+import { HOST, launch as chromiumLaunch } from "./chromium.mjs";
 
 const { values: opts } = parseArgs({
   options: {
@@ -28,7 +27,6 @@ const { values: opts } = parseArgs({
 });
 if (!opts.base) throw new Error("--base is required");
 const TIMEOUT = Number(opts["timeout-ms"]);
-const HOST = "tierdesk-chat";
 const ARTICLE = `# Gift wrapping
 
 ## Gift wrapping
@@ -38,23 +36,7 @@ We offer gift wrapping for $5.99 per item.
 const result = { ok: false, steps: [], errors: [] };
 const step = (name, extra = {}) => result.steps.push({ name, t: Date.now(), ...extra });
 
-async function launch(viewport) {
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "tierdesk-conflicts-"));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    viewport,
-    timeout: 60000,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-      "--disable-component-update", "--disable-sync", "--disable-features=LocalNetworkAccessChecks"],
-  });
-  context.setDefaultTimeout(TIMEOUT);
-  const close = async () => {
-    await context.close().catch(() => {});
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-  };
-  return { context, close };
-}
+const launch = (viewport) => chromiumLaunch(viewport, { timeout: TIMEOUT });
 
 function watch(page, who) {
   page.on("pageerror", (e) => result.errors.push(`${who}: ${e.message}`));
