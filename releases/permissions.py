@@ -56,26 +56,27 @@ GROUP_PERMISSIONS: dict[str, list[str]] = {
 }
 
 
-def _apps_named() -> set[str]:
-    return {perm.split(".", 1)[0] for perms in GROUP_PERMISSIONS.values() for perm in perms}
+# The apps whose permissions the groups name.
+_APPS_NAMED = frozenset(
+    perm.split(".", 1)[0] for perms in GROUP_PERMISSIONS.values() for perm in perms
+)
 
 
 def groups_ensure(sender: Any = None, using: str = "default", **kwargs: Any) -> None:
     """post_migrate receiver: create the groups and give them their permissions.
 
-    It runs after the migrate of each app the groups name (an app's permissions exist
-    only after its own migrate), so the last run leaves both groups complete. Other
-    apps' migrates are skipped: a test database is flushed, and this re-run, after
-    every transactional test, where each run costs a query per permission otherwise."""
+    It acts after the migrate of each app the groups name (an app's permissions exist
+    only after its own migrate), so the last of them leaves both groups complete. The
+    other apps' post_migrate is skipped: a flush re-emits it for every app after each
+    transactional test, and nothing the groups hold changes there."""
     from django.contrib.auth.models import Group, Permission
 
-    apps = _apps_named()
-    if sender is not None and getattr(sender, "label", None) not in apps:
+    if sender is not None and getattr(sender, "label", None) not in _APPS_NAMED:
         return
     have = {
         f"{app}.{codename}": pk
         for pk, app, codename in Permission.objects.using(using)
-        .filter(content_type__app_label__in=apps)
+        .filter(content_type__app_label__in=_APPS_NAMED)
         .values_list("pk", "content_type__app_label", "codename")
     }
     for name, perms in GROUP_PERMISSIONS.items():

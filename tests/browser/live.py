@@ -2,9 +2,10 @@
 
 The server is a subprocess (``.venv/bin/daphne -b 127.0.0.1 -p PORT``) so the browser
 talks to exactly what ships: ASGI routing, WebSocket origin checks, static files. It
-gets a database of its own (``tierdesk_browser_<pid>_<random>`` on the run's PostgreSQL, a copy
-of a template migrated once per run; or a SQLite file when DATABASE_URL is not
-PostgreSQL), seeded with ``seed_demo``, and dropped at the end. Every wait is bounded.
+gets a database of its own (``tierdesk_browser_<pid>_<random>`` on the run's
+PostgreSQL, a copy of a template migrated once per run; or a SQLite file when
+DATABASE_URL is not PostgreSQL), seeded with ``seed_demo``, and dropped at the end.
+Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -159,7 +160,6 @@ def _server_database(tmp: Path, suffix: str = "") -> Iterator[str]:
     # Connect to the run's own database just to create and drop ours (autocommit:
     # CREATE/DROP DATABASE cannot run in a transaction).
     with psycopg.connect(base, autocommit=True, connect_timeout=10) as conn:
-        _drop(conn, name)
         conn.execute(
             sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
                 sql.Identifier(name), sql.Identifier(template)
